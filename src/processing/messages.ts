@@ -1,0 +1,25 @@
+/**
+ * What travels on the queues: a reference to a stored delivery, never its body (the D1 row is
+ * the single copy; queue messages are capped at 128 KB and bodies may be 1 MiB).
+ */
+export interface DeliveryRef {
+  readonly source: string;
+  readonly id: string;
+}
+
+/** A message on the dead-letter queue: the delivery and why it gave up. */
+export interface DeadLetter extends DeliveryRef {
+  readonly error: string;
+}
+
+/** The key of a delivery's lease object: unambiguous, unlike joining the parts with a separator. */
+export function leaseName(ref: DeliveryRef): string {
+  return JSON.stringify([ref.source, ref.id]);
+}
+
+/** Validates a queue message body; anything else is a bug or tampering, and is dropped loudly. */
+export function isDeliveryRef(value: unknown): value is DeliveryRef {
+  if (value === null || typeof value !== "object") return false;
+  const { source, id } = value as Record<string, unknown>;
+  return typeof source === "string" && typeof id === "string" && source.length > 0 && id.length > 0;
+}

@@ -1,0 +1,33 @@
+/** D1 reads for assertions. */
+import { env } from "cloudflare:workers";
+
+export interface DeliveryRow {
+  source: string;
+  id: string;
+  event_type: string | null;
+  status: string;
+  attempts: number;
+  error: string | null;
+  handled: number | null;
+  body: ArrayBuffer | number[] | null;
+  lease_token: number | null;
+  received_at: string;
+  updated_at: string;
+}
+
+export async function deliveryRows(source?: string): Promise<DeliveryRow[]> {
+  const statement = source
+    ? env.DB.prepare("SELECT * FROM deliveries WHERE source = ? ORDER BY id").bind(source)
+    : env.DB.prepare("SELECT * FROM deliveries ORDER BY source, id");
+  return (await statement.all<DeliveryRow>()).results;
+}
+
+export async function deliveryRow(source: string, id: string): Promise<DeliveryRow | null> {
+  return env.DB.prepare("SELECT * FROM deliveries WHERE source = ? AND id = ?").bind(source, id).first<DeliveryRow>();
+}
+
+/** A BLOB column as bytes, whichever shape D1 returns it in. */
+export function blobBytes(value: ArrayBuffer | number[] | null): Uint8Array | null {
+  if (value === null) return null;
+  return value instanceof ArrayBuffer ? new Uint8Array(value) : Uint8Array.from(value);
+}

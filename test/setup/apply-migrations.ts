@@ -1,0 +1,5 @@
+// Applies migrations/ to the test D1 database. Idempotent: setup files may run more than once.
+import { applyD1Migrations } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+
+await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
