@@ -4,6 +4,12 @@ declare namespace Cloudflare {
     TEST_MIGRATIONS: import("cloudflare:test").D1Migration[];
     STANDARD_WEBHOOK_SECRET: string;
     SVIX_WEBHOOK_SECRET: string;
+    STRIPE_WEBHOOK_SECRET: string;
+    GITHUB_WEBHOOK_SECRET: string;
+    SHOPIFY_WEBHOOK_SECRET: string;
+    SLACK_WEBHOOK_SECRET: string;
+    TWILIO_WEBHOOK_SECRET: string;
+    GITLAB_WEBHOOK_SECRET: string;
     ADMIN_TOKEN: string;
   }
 }

@@ -130,3 +130,30 @@ export function jsonString(value: unknown, path: string): string | null {
   if (typeof current === "number" && Number.isFinite(current)) return String(current);
   return null;
 }
+
+/** The first of `names` present (and non-empty) in `headers`, or null: for providers that renamed a header. */
+export function firstHeader(headers: Headers, ...names: string[]): string | null {
+  for (const name of names) {
+    const value = headers.get(name);
+    if (value) return value;
+  }
+  return null;
+}
+
+/**
+ * Whether `received` (already decoded) equals the HMAC of `parts` under any of `secrets`. Every
+ * secret is tried even after a match, so the time taken does not reveal which secret matched.
+ */
+export async function matchesAnySecret(
+  hash: HashName,
+  secrets: readonly (string | Uint8Array)[],
+  received: readonly Uint8Array[],
+  parts: readonly (string | Uint8Array)[],
+): Promise<boolean> {
+  let matched = false;
+  for (const secret of secrets) {
+    const expected = await hmac(hash, secret, ...parts);
+    for (const candidate of received) if (timingSafeEqual(candidate, expected)) matched = true;
+  }
+  return matched;
+}
