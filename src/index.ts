@@ -2,20 +2,29 @@
  * webhook-inbox: the Worker's entry points, wired and nothing else.
  *
  * - fetch: the Hono app (receiver, health, admin API)
- * - queue: the delivery consumer and the dead-letter recorder
+ * - queue: the delivery consumer, and the dead-letter recorder for the dead-letter queue
  * - scheduled: the sweeper (cron)
  * - Durable Objects: DeliveryLease (one per delivery) and Sweeper (the local-dev heartbeat)
  */
+import { HANDLERS } from "./handlers";
 import { app } from "./http/app";
-import type { DeliveryRef } from "./processing/messages";
+import { consumeDeliveries } from "./processing/consumer";
+import { recordDeadLetters } from "./processing/dead-letters";
+import { DEAD_LETTER_QUEUE } from "./processing/messages";
+import { ensureSweepHeartbeat, sweep } from "./processing/sweeper";
 
 export { DeliveryLease } from "./processing/lease";
 export { Sweeper } from "./processing/sweeper";
 
 export default {
   fetch: app.fetch,
-  async queue(batch) {
-    // Replaced by the consumer in the processing issue; until then every message is retried.
-    batch.retryAll();
+
+  async queue(batch, env) {
+    if (batch.queue === DEAD_LETTER_QUEUE) return recordDeadLetters(batch, env);
+    await Promise.all([consumeDeliveries(batch, env, HANDLERS), ensureSweepHeartbeat(env)]);
   },
-} satisfies ExportedHandler<Env, DeliveryRef>;
+
+  async scheduled(controller, env) {
+    await sweep(env, controller.scheduledTime);
+  },
+} satisfies ExportedHandler<Env, unknown>;

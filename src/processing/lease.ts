@@ -1,2 +1,128 @@
+/**
+ * DeliveryLease: one Durable Object per delivery, the single place where claims on that delivery
+ * are serialized.
+ *
+ * - `claim` hands out a lease with a fresh fencing token, or says the delivery is busy, settled, or
+ *   exhausted (its workers kept dying). Two workers never hold the same delivery.
+ * - The lease is held by the object's one alarm. When the alarm fires and the holder has neither
+ *   finished nor failed, the holder is presumed dead: the delivery goes back on the queue, and the
+ *   next claim either takes over or, after MAX_ATTEMPTS, gives up.
+ * - `release` (a retryable failure) and `settle` (done or failed) are refused for a stale token,
+ *   so a worker whose lease ran out cannot overwrite the work of the worker that took over. The
+ *   same token fences the handler's D1 commit (migrations/0001: `deliveries_lease_fence`).
+ * - A settled delivery leaves nothing behind: `settle` deletes the storage and, with the
+ *   compatibility date ≥ 2026-02-24, the alarm. A late duplicate message then meets the D1 row,
+ *   which is the judge of what is done.
+ *
+ * This object never writes D1: the consumer owns the delivery's state there.
+ */
 import { DurableObject } from "cloudflare:workers";
-export class DeliveryLease extends DurableObject<Env> {}
+import { loadConfig } from "../config";
+import type { DeliveryRef } from "./messages";
+
+export type ClaimResult =
+  | { readonly kind: "granted"; readonly token: number; readonly attempt: number }
+  | { readonly kind: "busy"; readonly leasedUntilMs: number }
+  /** Already done or failed (and no replay since): nothing to do. */
+  | { readonly kind: "settled" }
+  /** The lease expired MAX_ATTEMPTS times without a result: record the delivery as failed, then settle. */
+  | { readonly kind: "exhausted"; readonly token: number; readonly attempts: number };
+
+interface LeaseState {
+  readonly ref: DeliveryRef;
+  /** Claims granted since the last reset: the attempt number of the latest claim. */
+  attempts: number;
+  /** The latest fencing token handed out. */
+  token: number;
+  /** While a worker holds the lease: when it ends (ms). Null when nobody holds it. */
+  heldUntilMs: number | null;
+  /** The alarm found the holder gone without a word: the next claim takes over. */
+  abandoned: boolean;
+}
+
+const STATE_KEY = "lease";
+
+export class DeliveryLease extends DurableObject<Env> {
+  /** In memory only: a hint that lets duplicate messages stop here; the D1 row is the authority. */
+  #settled = false;
+
+  /** Claims the delivery for one attempt. */
+  async claim(ref: DeliveryRef): Promise<ClaimResult> {
+    const config = loadConfig(this.env);
+    const now = Date.now();
+    const state = (await this.ctx.storage.get<LeaseState>(STATE_KEY)) ?? null;
+    if (!state && this.#settled) return { kind: "settled" };
+    if (state?.heldUntilMs != null && !state.abandoned && now < state.heldUntilMs) {
+      return { kind: "busy", leasedUntilMs: state.heldUntilMs };
+    }
+    // The previous holder vanished (alarm fired, or its lease passed before the alarm could run).
+    const abandoned = state !== null && (state.abandoned || (state.heldUntilMs !== null && now >= state.heldUntilMs));
+    // Tokens only grow, even across a reset or a settled-then-replayed delivery: they start
+    // from the clock, so a token issued before the storage was wiped can never be reissued.
+    const token = Math.max((state?.token ?? 0) + 1, now);
+    const leaseMs = config.leaseSeconds * 1000;
+    if (abandoned && state.attempts >= config.maxAttempts) {
+      await this.#save({ ...state, token, heldUntilMs: now + leaseMs, abandoned: false });
+      return { kind: "exhausted", token, attempts: state.attempts };
+    }
+    const attempt = (state?.attempts ?? 0) + 1;
+    this.#settled = false;
+    await this.#save({ ref, attempts: attempt, token, heldUntilMs: now + leaseMs, abandoned: false });
+    return { kind: "granted", token, attempt };
+  }
+
+  /**
+   * Gives the lease back after a retryable failure. The alarm is kept as a safety net at
+   * `retryAtMs` + one lease: if the queued retry is lost (local queues live in memory), the
+   * alarm puts the delivery back on the queue. False for a stale token.
+   */
+  async release(token: number, retryAtMs: number): Promise<boolean> {
+    const state = await this.ctx.storage.get<LeaseState>(STATE_KEY);
+    if (!state || state.token !== token) return false;
+    const leaseMs = loadConfig(this.env).leaseSeconds * 1000;
+    await this.ctx.storage.put<LeaseState>(STATE_KEY, { ...state, heldUntilMs: null, abandoned: false });
+    await this.ctx.storage.setAlarm(retryAtMs + leaseMs);
+    return true;
+  }
+
+  /** The delivery is done or failed: forget it (storage and alarm). False for a stale token. */
+  async settle(token: number): Promise<boolean> {
+    const state = await this.ctx.storage.get<LeaseState>(STATE_KEY);
+    if (state && state.token !== token) return false;
+    await this.#forget();
+    return true;
+  }
+
+  /** Admin replay: start over with attempts at zero. */
+  async reset(): Promise<void> {
+    await this.#forget();
+    this.#settled = false;
+  }
+
+  /**
+   * The lease ran out (or a released delivery's retry never came). Either way nobody is working
+   * on it: put it back on the queue and check again one lease later, until it is settled.
+   */
+  override async alarm(): Promise<void> {
+    const state = await this.ctx.storage.get<LeaseState>(STATE_KEY);
+    if (!state) return;
+    if (state.heldUntilMs !== null) {
+      await this.ctx.storage.put<LeaseState>(STATE_KEY, { ...state, abandoned: true });
+    }
+    // At-least-once: a duplicate message is harmless, the next claim sorts it out.
+    await this.env.DELIVERIES.send(state.ref, { contentType: "json" });
+    // +1 ms floor: workerd drops setAlarm(now) from inside alarm() (workerd#6866).
+    await this.ctx.storage.setAlarm(Date.now() + Math.max(1, loadConfig(this.env).leaseSeconds * 1000));
+  }
+
+  async #save(state: LeaseState): Promise<void> {
+    await this.ctx.storage.put<LeaseState>(STATE_KEY, state);
+    await this.ctx.storage.setAlarm(state.heldUntilMs!);
+  }
+
+  async #forget(): Promise<void> {
+    this.#settled = true;
+    // Removes the alarm too: compatibility_date ≥ 2026-02-24 (wrangler.toml).
+    await this.ctx.storage.deleteAll();
+  }
+}

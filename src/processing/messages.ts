@@ -23,3 +23,6 @@ export function isDeliveryRef(value: unknown): value is DeliveryRef {
   const { source, id } = value as Record<string, unknown>;
   return typeof source === "string" && typeof id === "string" && source.length > 0 && id.length > 0;
 }
+
+/** The dead-letter queue's name (wrangler.toml); its batches go to the dead-letter recorder. */
+export const DEAD_LETTER_QUEUE = "webhook-deliveries-dlq";

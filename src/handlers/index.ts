@@ -1,0 +1,12 @@
+/**
+ * Your handlers, by source and event type (`"*"` for any type of a source). Deliveries with no
+ * matching handler are marked done and shown as unhandled. See README "Writing a handler".
+ */
+import { defineHandlers } from "../processing/handlers";
+import { recordPayment } from "./payments";
+
+export const HANDLERS = defineHandlers({
+  stripe: {
+    "payment_intent.succeeded": recordPayment,
+  },
+});

@@ -1,0 +1,69 @@
+/**
+ * The handler API: what users write.
+ *
+ * A handler receives the parsed event and a context. Its effects on D1 are statements it
+ * returns (or adds with `ctx.effect`): they are committed in one transaction together with the
+ * delivery's `done` mark, fenced by the lease, so an effect happens exactly when the delivery is
+ * done, and a worker that lost its lease commits nothing.
+ */
+import type { OrderGuard } from "./order-guard";
+
+export interface HandlerContext {
+  /** The provider's delivery id. */
+  readonly deliveryId: string;
+  readonly source: string;
+  readonly eventType: string | null;
+  /** 1 on the first run, 2 on the first retry, … */
+  readonly attempt: number;
+  readonly env: Env;
+  /**
+   * Stable across retries, replays and workers: pass it to downstream APIs that deduplicate
+   * (e.g. Stripe's `Idempotency-Key` header) so a repeated call has no second effect.
+   */
+  readonly idempotencyKey: string;
+  /** The raw body bytes, exactly as signed. */
+  readonly rawBody: Uint8Array;
+  /** Adds a D1 statement to the transaction that marks the delivery done. */
+  effect(...statements: D1PreparedStatement[]): void;
+  /** Per-entity version tracking, for events that arrive out of order. */
+  readonly order: OrderGuard;
+}
+
+/** A handler; its returned statements join the `done` transaction like `ctx.effect`. */
+export type Handler<Event = any> = (
+  event: Event,
+  ctx: HandlerContext,
+) => void | D1PreparedStatement[] | Promise<void | D1PreparedStatement[]>;
+
+/**
+ * Handlers by source, then by event type. `"*"` matches any event type of that source.
+ * A delivery with no matching handler is marked done and shown as unhandled, not failed.
+ */
+export type HandlerRegistry = Readonly<Record<string, Readonly<Record<string, Handler>>>>;
+
+/** Declares the registry with its types checked. */
+export function defineHandlers<Registry extends HandlerRegistry>(registry: Registry): Registry {
+  return registry;
+}
+
+/** The handler for a delivery, or undefined when none matches. */
+export function findHandler(registry: HandlerRegistry, source: string, eventType: string | null): Handler | undefined {
+  const bySource = Object.hasOwn(registry, source) ? registry[source] : undefined;
+  if (!bySource) return undefined;
+  if (eventType !== null && Object.hasOwn(bySource, eventType)) return bySource[eventType];
+  return Object.hasOwn(bySource, "*") ? bySource["*"] : undefined;
+}
+
+/**
+ * The event a handler receives: the JSON body, or for form-encoded bodies (Twilio, Slack
+ * commands) an object of its fields, or else the text.
+ */
+export function parseEvent(body: Uint8Array): unknown {
+  const text = new TextDecoder().decode(body);
+  try {
+    return JSON.parse(text);
+  } catch {
+    if (/^[^=&\s]+=[^&]*(&[^=&\s]+=[^&]*)*$/.test(text.trim())) return Object.fromEntries(new URLSearchParams(text.trim()));
+    return text;
+  }
+}

@@ -1,0 +1,74 @@
+/** Drives the real consumer, lease objects and D1 inside the Workers runtime. */
+import { createExecutionContext, createMessageBatch, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { consumeDeliveries, leaseFor } from "../../src/processing/consumer";
+import type { HandlerRegistry } from "../../src/processing/handlers";
+import type { DeliveryRef } from "../../src/processing/messages";
+import { insertDelivery } from "../../src/store/record";
+
+let messageCounter = 0;
+
+/** Stores a delivery as the receiver would (without the queue). */
+export async function storeDelivery(ref: DeliveryRef, event: unknown = {}, eventType: string | null = "test.event"): Promise<void> {
+  const body = new TextEncoder().encode(typeof event === "string" ? event : JSON.stringify(event));
+  await insertDelivery(env.DB, { ...ref, eventType, body, receivedAtMs: Date.now() }).run();
+}
+
+/** Runs one queue batch of `refs` through the consumer; returns the outcomes and the ack/retry result. */
+export async function consume(refs: readonly DeliveryRef[], handlers: HandlerRegistry, overrides: Partial<Env> = {}) {
+  const batch = createMessageBatch<DeliveryRef>(
+    "webhook-deliveries",
+    refs.map((body) => ({ id: `message-${++messageCounter}`, timestamp: new Date(), attempts: 1, body })),
+  );
+  // The test batch records retry() calls but not their options: spy to see the delays asked for.
+  const retryDelays: (number | undefined)[] = [];
+  for (const message of batch.messages) {
+    const retry = message.retry.bind(message);
+    message.retry = (options?: QueueRetryOptions) => {
+      retryDelays.push(options?.delaySeconds);
+      retry(options);
+    };
+  }
+  const ctx = createExecutionContext();
+  const outcomes = await consumeDeliveries(batch, { ...env, ...overrides } as Env, handlers);
+  await waitOnExecutionContext(ctx);
+  return { outcomes, retryDelays, result: await getQueueResult(batch, ctx) };
+}
+
+export { leaseFor };
+
+/** A queue producer that records what it is asked to send and passes it on to the real queue. */
+export function recordingQueue(queue: Queue) {
+  const sent: unknown[] = [];
+  const producer = {
+    async send(body: unknown, options?: QueueSendOptions) {
+      sent.push(body);
+      return queue.send(body, options);
+    },
+    async sendBatch(messages: Iterable<MessageSendRequest>, options?: QueueSendBatchOptions) {
+      for (const message of messages) sent.push(message.body);
+      return queue.sendBatch(messages, options);
+    },
+  };
+  return { sent, producer: producer as unknown as Queue };
+}
+
+/** A promise plus its resolver, to hold a handler mid-job. */
+export function gate<T = void>() {
+  let open!: (value: T) => void;
+  const promise = new Promise<T>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+/** Creates the test-only effect tables: one keyed by delivery id, one not. */
+export async function createEffectTables(): Promise<void> {
+  await env.DB.batch([
+    env.DB.prepare("CREATE TABLE IF NOT EXISTS keyed_effects (delivery_id TEXT PRIMARY KEY, note TEXT)"),
+    env.DB.prepare("CREATE TABLE IF NOT EXISTS unkeyed_effects (delivery_id TEXT NOT NULL, note TEXT)"),
+  ]);
+}
+
+export async function countRows(sql: string, ...params: unknown[]): Promise<number> {
+  const row = await env.DB.prepare(sql).bind(...params).first<{ n: number }>();
+  return row?.n ?? 0;
+}

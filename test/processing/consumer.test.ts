@@ -1,0 +1,288 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { PermanentError } from "../../src/processing/errors";
+import { defineHandlers, type Handler } from "../../src/processing/handlers";
+import { deliveryRow } from "../helpers/db";
+import { consume, countRows, createEffectTables, gate, leaseFor, recordingQueue, storeDelivery } from "../helpers/processing";
+
+beforeAll(createEffectTables);
+
+/** A handler whose every run leaves an unkeyed row (counting runs) and whose effect is keyed. */
+const countingHandler: Handler = (_event, ctx) => {
+  ctx.effect(ctx.env.DB.prepare("INSERT INTO keyed_effects (delivery_id, note) VALUES (?, 'ok')").bind(ctx.deliveryId));
+  return [ctx.env.DB.prepare("INSERT INTO unkeyed_effects (delivery_id, note) VALUES (?, 'run')").bind(ctx.deliveryId)];
+};
+
+describe("the consumer", () => {
+  it("processes a delivery: done, effects committed with the done mark, lease settled", async () => {
+    const ref = { source: "orders", id: "d-basic" };
+    await storeDelivery(ref, { n: 1 });
+    const { outcomes, result } = await consume([ref], defineHandlers({ orders: { "*": countingHandler } }));
+    expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done"]);
+    expect(result.explicitAcks).toHaveLength(1);
+    const row = await deliveryRow(ref.source, ref.id);
+    expect(row).toMatchObject({ status: "done", attempts: 1, handled: 1, error: null });
+    expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
+    // Settled: no storage, no alarm left behind.
+    expect(await runDurableObjectAlarm(leaseFor(env, ref))).toBe(false);
+  });
+
+  it("runs the handler once for 20 copies of the same message processed at the same time", async () => {
+    const ref = { source: "orders", id: "d-twenty" };
+    await storeDelivery(ref);
+    const handlers = defineHandlers({ orders: { "*": countingHandler } });
+    const runs = await Promise.all(Array.from({ length: 20 }, () => consume([ref], handlers)));
+    const reasons = runs.flatMap((run) => run.outcomes.map((outcome) => outcome.reason));
+    expect(reasons.filter((reason) => reason === "done")).toHaveLength(1);
+    expect(runs.every((run) => run.result.explicitAcks.length === 1)).toBe(true);
+    expect(await countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
+  });
+
+  it("handles each of 60 deliveries exactly once with 4 concurrent consumers given all of them", async () => {
+    const refs = Array.from({ length: 60 }, (_, index) => ({ source: "fleet", id: `fleet-${index}` }));
+    for (const ref of refs) await storeDelivery(ref);
+    const handlers = defineHandlers({ fleet: { "*": countingHandler } });
+    const consumers = await Promise.all(
+      Array.from({ length: 4 }, (_, consumer) => consume(consumer % 2 ? [...refs].reverse() : refs, handlers)),
+    );
+    const done = consumers.flatMap((run) => run.outcomes).filter((outcome) => outcome.reason === "done");
+    expect(done).toHaveLength(60);
+    expect(await countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id LIKE 'fleet-%'")).toBe(60);
+    expect(await countRows("SELECT COUNT(DISTINCT delivery_id) AS n FROM unkeyed_effects WHERE delivery_id LIKE 'fleet-%'")).toBe(60);
+    expect(await countRows("SELECT COUNT(*) AS n FROM deliveries WHERE source = 'fleet' AND status = 'done'")).toBe(60);
+  });
+
+  it("does not run the handler again for a duplicate message of a done delivery", async () => {
+    const ref = { source: "orders", id: "d-dup" };
+    await storeDelivery(ref);
+    const handlers = defineHandlers({ orders: { "*": countingHandler } });
+    await consume([ref], handlers);
+    const again = await consume([ref], handlers);
+    expect(again.outcomes[0]!.reason).toBe("settled");
+    expect(again.result.explicitAcks).toHaveLength(1);
+    expect(await countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
+  });
+
+  it("finds a done delivery done even after its lease object forgot it (the D1 row is the judge)", async () => {
+    const ref = { source: "orders", id: "d-forgotten" };
+    await storeDelivery(ref);
+    const handlers = defineHandlers({ orders: { "*": countingHandler } });
+    await consume([ref], handlers);
+    await leaseFor(env, ref).reset(); // as if the object had been evicted with nothing stored
+    const again = await consume([ref], handlers);
+    expect(again.outcomes[0]!.reason).toBe("settled");
+    expect(await countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
+    expect((await deliveryRow(ref.source, ref.id))!.status).toBe("done");
+  });
+
+  it("marks a delivery without a matching handler done and unhandled, not failed", async () => {
+    const ref = { source: "nobody-listens", id: "d-unhandled" };
+    await storeDelivery(ref);
+    const { outcomes } = await consume([ref], defineHandlers({ orders: { "*": countingHandler } }));
+    expect(outcomes[0]!.reason).toBe("unhandled");
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", handled: 0, error: null });
+  });
+
+  it("gives the handler the parsed event and a context with a stable idempotency key", async () => {
+    const ref = { source: "orders", id: "d-context" };
+    await storeDelivery(ref, { order: 7 }, "order.created");
+    const seen: unknown[] = [];
+    const handlers = defineHandlers({
+      orders: {
+        "order.created": (event, ctx) => void seen.push(event, ctx.deliveryId, ctx.source, ctx.eventType, ctx.attempt, ctx.idempotencyKey),
+      },
+    });
+    await consume([ref], handlers);
+    expect(seen.slice(0, 5)).toEqual([{ order: 7 }, "d-context", "orders", "order.created", 1]);
+    expect(seen[5]).toMatch(/^whi_[0-9a-f]{64}$/);
+  });
+
+  it("fails a PermanentError at once, without retries, and dead-letters it", async () => {
+    const ref = { source: "orders", id: "d-permanent" };
+    await storeDelivery(ref);
+    const deadLetters = recordingQueue(env.DEAD_LETTERS);
+    const handlers = defineHandlers({
+      orders: {
+        "*": () => {
+          throw new PermanentError("order has no customer");
+        },
+      },
+    });
+    const { outcomes, result } = await consume([ref], handlers, { DEAD_LETTERS: deadLetters.producer });
+    expect(outcomes[0]!.reason).toBe("failed");
+    expect(result.retryMessages).toEqual([]);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "failed", attempts: 1, error: "PermanentError: order has no customer" });
+    expect(deadLetters.sent).toEqual([{ ...ref, error: "PermanentError: order has no customer" }]);
+  });
+
+  it("retries a failing handler after 2, 4, 8 and 16 seconds, then fails it and dead-letters it", async () => {
+    const ref = { source: "orders", id: "d-flaky" };
+    await storeDelivery(ref);
+    const deadLetters = recordingQueue(env.DEAD_LETTERS);
+    const handlers = defineHandlers({
+      orders: {
+        "*": (_event, ctx) => {
+          throw new Error(`downstream timeout on attempt ${ctx.attempt}`);
+        },
+      },
+    });
+    const delays: (number | undefined)[] = [];
+    for (let attempt = 1; attempt <= 4; attempt++) {
+      const { outcomes, result, retryDelays } = await consume([ref], handlers, { DEAD_LETTERS: deadLetters.producer });
+      expect(outcomes[0]).toMatchObject({ action: "retry", reason: "handler_error" });
+      expect(result.explicitAcks).toEqual([]);
+      expect(result.retryMessages).toHaveLength(1);
+      delays.push(...retryDelays);
+      expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "received", attempts: attempt, error: `downstream timeout on attempt ${attempt}` });
+    }
+    expect(delays).toEqual([2, 4, 8, 16]);
+    const last = await consume([ref], handlers, { DEAD_LETTERS: deadLetters.producer });
+    expect(last.outcomes[0]!.reason).toBe("failed");
+    expect(last.result.explicitAcks).toHaveLength(1);
+    const row = await deliveryRow(ref.source, ref.id);
+    expect(row).toMatchObject({ status: "failed", attempts: 5 });
+    expect(row!.error).toBe("downstream timeout on attempt 5 (gave up after 5 attempts)");
+    expect(deadLetters.sent).toHaveLength(1);
+  });
+
+  it("processes the good deliveries of a batch when one of them is broken", async () => {
+    const refs = ["good-1", "broken", "good-2", "good-3"].map((id) => ({ source: "mixed", id }));
+    for (const ref of refs) await storeDelivery(ref, { broken: ref.id === "broken" });
+    const handlers = defineHandlers({
+      mixed: {
+        "*": (event: { broken: boolean }, ctx) => {
+          if (event.broken) throw new PermanentError("broken payload");
+          return [ctx.env.DB.prepare("INSERT INTO keyed_effects (delivery_id, note) VALUES (?, 'mixed')").bind(ctx.deliveryId)];
+        },
+      },
+    });
+    const { outcomes } = await consume(refs, handlers);
+    expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done", "failed", "done", "done"]);
+    expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE note = 'mixed'")).toBe(3);
+  });
+
+  it("retries the message, acking nothing, when D1 fails under it", async () => {
+    const ref = { source: "orders", id: "d-infra" };
+    await storeDelivery(ref);
+    const brokenDb = {
+      prepare() {
+        throw new Error("D1 is down");
+      },
+    } as unknown as D1Database;
+    const { outcomes, result } = await consume([ref], defineHandlers({ orders: { "*": countingHandler } }), { DB: brokenDb });
+    expect(outcomes[0]).toMatchObject({ action: "retry", reason: "infrastructure" });
+    expect(result.explicitAcks).toEqual([]);
+    expect(result.retryMessages).toHaveLength(1);
+  });
+
+  it("acks and drops a malformed message", async () => {
+    const { outcomes } = await consume([{ nonsense: true } as never], defineHandlers({}));
+    expect(outcomes[0]!.reason).toBe("malformed");
+  });
+});
+
+describe("crashes and stalls", () => {
+  it("takes over from a worker that died mid-job once the alarm expires its lease: keyed effect once, unkeyed twice", async () => {
+    const ref = { source: "crashy", id: "d-died" };
+    await storeDelivery(ref);
+    const started = gate();
+    // The first worker does its external effects, then never finishes (it died).
+    const dying = defineHandlers({
+      crashy: {
+        "*": async (_event, ctx) => {
+          await ctx.env.DB.batch([
+            ctx.env.DB.prepare("INSERT OR IGNORE INTO keyed_effects (delivery_id, note) VALUES (?, 'crashy')").bind(ctx.deliveryId),
+            ctx.env.DB.prepare("INSERT INTO unkeyed_effects (delivery_id, note) VALUES (?, 'crashy')").bind(ctx.deliveryId),
+          ]);
+          started.open();
+          await new Promise(() => {});
+        },
+      },
+    });
+    void consume([ref], dying);
+    await started.promise;
+    expect((await deliveryRow(ref.source, ref.id))!.status).toBe("processing");
+
+    // While the lease holds, another worker is turned away.
+    const healthy = defineHandlers({
+      crashy: {
+        "*": async (_event, ctx) => {
+          await ctx.env.DB.batch([
+            ctx.env.DB.prepare("INSERT OR IGNORE INTO keyed_effects (delivery_id, note) VALUES (?, 'crashy')").bind(ctx.deliveryId),
+            ctx.env.DB.prepare("INSERT INTO unkeyed_effects (delivery_id, note) VALUES (?, 'crashy')").bind(ctx.deliveryId),
+          ]);
+        },
+      },
+    });
+    expect((await consume([ref], healthy)).outcomes[0]!.reason).toBe("busy");
+
+    const requeued = recordingQueue(env.DELIVERIES);
+    expect(await runDurableObjectAlarm(leaseFor(env, ref))).toBe(true);
+    const takeover = await consume([ref], healthy);
+    expect(takeover.outcomes[0]!.reason).toBe("done");
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 2 });
+    expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
+    // The lesson the inbox cannot remove: an effect not keyed by the delivery happens twice.
+    expect(await countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", ref.id)).toBe(2);
+    expect(requeued.sent).toEqual([]); // the alarm used the real binding, not this recorder
+  });
+
+  it("refuses the late finish of a stalled worker whose lease ran out; the new result stands", async () => {
+    const ref = { source: "stall", id: "d-slow" };
+    await storeDelivery(ref);
+    const started = gate();
+    const release = gate();
+    const slow = defineHandlers({
+      stall: {
+        "*": async (_event, ctx) => {
+          started.open();
+          await release.promise;
+          return [ctx.env.DB.prepare("INSERT INTO keyed_effects (delivery_id, note) VALUES (?, 'slow')").bind(`${ctx.deliveryId}/slow`)];
+        },
+      },
+    });
+    const fast = defineHandlers({
+      stall: { "*": (_event, ctx) => [ctx.env.DB.prepare("INSERT INTO keyed_effects (delivery_id, note) VALUES (?, 'fast')").bind(`${ctx.deliveryId}/fast`)] },
+    });
+    const slowRun = consume([ref], slow);
+    await started.promise;
+    expect(await runDurableObjectAlarm(leaseFor(env, ref))).toBe(true);
+    expect((await consume([ref], fast)).outcomes[0]!.reason).toBe("done");
+
+    release.open();
+    const late = await slowRun;
+    expect(late.outcomes[0]!.reason).toBe("lease_lost");
+    expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ?", `${ref.id}/slow`)).toBe(0);
+    expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ?", `${ref.id}/fast`)).toBe(1);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 2 });
+  });
+
+  it("sets a delivery aside after MAX_ATTEMPTS when its workers keep dying", async () => {
+    const ref = { source: "crashloop", id: "d-loop" };
+    await storeDelivery(ref);
+    const deadLetters = recordingQueue(env.DEAD_LETTERS);
+    let runs = 0;
+    const crashing = defineHandlers({
+      crashloop: {
+        "*": async () => {
+          runs++;
+          await new Promise(() => {}); // dies every time
+        },
+      },
+    });
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      void consume([ref], crashing);
+      await expect.poll(() => runs).toBe(attempt);
+      expect(await runDurableObjectAlarm(leaseFor(env, ref))).toBe(true);
+    }
+    const { outcomes } = await consume([ref], crashing, { DEAD_LETTERS: deadLetters.producer });
+    expect(outcomes[0]!.reason).toBe("exhausted");
+    expect(runs).toBe(5);
+    const row = await deliveryRow(ref.source, ref.id);
+    expect(row).toMatchObject({ status: "failed", attempts: 5 });
+    expect(row!.error).toMatch(/^gave up: the worker kept crashing/);
+    expect(deadLetters.sent).toHaveLength(1);
+    expect(await runDurableObjectAlarm(leaseFor(env, ref))).toBe(false);
+  });
+});
