@@ -14,6 +14,9 @@ export default defineConfig(async () => ({
     cloudflareTest({
       wrangler: { configPath: "./wrangler.toml" },
       miniflare: {
+        // Unit tests drive the consumer with createMessageBatch; keep the runtime's own consumer of
+        // the real queue from racing them (messages sent by alarms and the sweeper wait here).
+        queueConsumers: { "webhook-deliveries": { maxBatchSize: 100, maxBatchTimeout: 60 } },
         bindings: {
           TEST_MIGRATIONS: await readD1Migrations(`${root}/migrations`),
           // Test-only secrets (the published Standard Webhooks vector's key, among others).
