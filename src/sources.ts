@@ -6,12 +6,35 @@
  * STANDARD_WEBHOOK_SECRET`; several secrets separated by spaces or commas are all accepted.
  * Add, remove or rename sources here; nothing else needs to change.
  */
+import { github } from "./providers/github";
+import { gitlab } from "./providers/gitlab";
+import { shopify } from "./providers/shopify";
+import { slack } from "./providers/slack";
 import { standardWebhooks } from "./providers/standard-webhooks";
+import { stripe } from "./providers/stripe";
+import { twilio } from "./providers/twilio";
 import type { Provider } from "./providers/types";
+// import { hmac } from "./providers/hmac";
 
 export const SOURCES: Readonly<Record<string, Provider>> = {
+  stripe: stripe(),
+  github: github(),
+  shopify: shopify(),
+  slack: slack(),
+  twilio: twilio(),
   standard: standardWebhooks(),
   svix: standardWebhooks({ headerPrefix: "svix" }),
+  gitlab: gitlab(),
+  // A custom source (secret in ACME_WEBHOOK_SECRET): `X-Acme-Signature: sha256=<hex>` over
+  // `{timestamp}.{body}`, with the delivery id in the body's `event.id` (README: "Custom sources").
+  // acme: hmac({
+  //   header: "X-Acme-Signature",
+  //   prefix: "sha256=",
+  //   timestampHeader: "X-Acme-Timestamp",
+  //   signedContent: "{timestamp}.{body}",
+  //   deliveryId: { jsonPath: "event.id" },
+  //   eventType: { header: "X-Acme-Event" },
+  // }),
 };
 
 /** The provider of a configured source, or undefined for an unknown name. */

@@ -1,0 +1,40 @@
+/**
+ * GitLab (https://docs.gitlab.com/user/project/integrations/webhooks/).
+ *
+ * GitLab signs nothing: `X-Gitlab-Token` carries the configured secret token itself, so the check
+ * is a constant-time equality. Both sides are hashed first, so that even the secret's length does
+ * not leak through timing. The delivery id is `Idempotency-Key` (GitLab 17.4+, kept across
+ * retries); older GitLab only sends `X-Gitlab-Event-UUID`. `X-Gitlab-Event` is the event type.
+ */
+import { MAX_SIGNATURE_HEADER_LENGTH, firstHeader, sha256, timingSafeEqual } from "./crypto";
+import { refuse, type Provider, type SignedRequest, type Verification } from "./types";
+
+const encoder = new TextEncoder();
+
+/**
+ * A GitLab webhook verifier.
+ * @example
+ * const sources = { gitlab: gitlab() };
+ * // Settings → Webhooks → Secret token: the value of GITLAB_WEBHOOK_SECRET
+ */
+export function gitlab(): Provider {
+  return {
+    kind: "gitlab",
+    async verify(request: SignedRequest, secrets: readonly string[]): Promise<Verification> {
+      const token = request.headers.get("x-gitlab-token");
+      if (!token) return refuse("missing X-Gitlab-Token header");
+      if (token.length > MAX_SIGNATURE_HEADER_LENGTH) return refuse("token header too long");
+      const received = await sha256(encoder.encode(token));
+      let matched = false;
+      for (const secret of secrets) {
+        if (timingSafeEqual(received, await sha256(encoder.encode(secret)))) matched = true;
+      }
+      if (!matched) return refuse("token mismatch");
+      return {
+        ok: true,
+        deliveryId: firstHeader(request.headers, "idempotency-key", "x-gitlab-event-uuid"),
+        eventType: request.headers.get("x-gitlab-event"),
+      };
+    },
+  };
+}

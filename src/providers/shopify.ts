@@ -1,0 +1,37 @@
+/**
+ * Shopify (https://shopify.dev/docs/apps/build/webhooks/verify-deliveries).
+ *
+ * `X-Shopify-Hmac-Sha256: <base64>`, HMAC-SHA256 of the raw body with the app's client secret.
+ * Shopify Events (developer preview) send the same headers without the `X-` prefix, so both
+ * spellings are read. Nothing time-related is signed. The delivery id is `X-Shopify-Webhook-Id`
+ * (kept across the 8 retries); older deliveries only carry `X-Shopify-Event-Id`, which is shared
+ * by the webhooks of several subscriptions to one event, so it is only the fallback.
+ */
+import { firstHeader, fromBase64, MAX_SIGNATURE_HEADER_LENGTH, matchesAnySecret } from "./crypto";
+import { refuse, type Provider, type SignedRequest, type Verification } from "./types";
+
+/**
+ * A Shopify verifier. After a client-secret rotation Shopify may sign with the old secret for up
+ * to an hour: configure both (`SHOPIFY_WEBHOOK_SECRET="new old"`) for at least that long.
+ * @example
+ * const sources = { shopify: shopify() };
+ */
+export function shopify(): Provider {
+  return {
+    kind: "shopify",
+    async verify(request: SignedRequest, secrets: readonly string[]): Promise<Verification> {
+      const header = firstHeader(request.headers, "x-shopify-hmac-sha256", "shopify-hmac-sha256");
+      if (!header) return refuse("missing X-Shopify-Hmac-Sha256 header");
+      if (header.length > MAX_SIGNATURE_HEADER_LENGTH) return refuse("signature header too long");
+      const signature = fromBase64(header.trim());
+      if (signature?.length !== 32) return refuse("X-Shopify-Hmac-Sha256 is not a base64 SHA-256 digest");
+      if (!(await matchesAnySecret("SHA-256", secrets, [signature], [request.body]))) return refuse("signature mismatch");
+      const headers = request.headers;
+      return {
+        ok: true,
+        deliveryId: firstHeader(headers, "x-shopify-webhook-id", "shopify-webhook-id", "x-shopify-event-id", "shopify-event-id"),
+        eventType: firstHeader(headers, "x-shopify-topic", "shopify-topic"),
+      };
+    },
+  };
+}

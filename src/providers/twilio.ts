@@ -1,0 +1,76 @@
+/**
+ * Twilio (https://www.twilio.com/docs/usage/webhooks/webhooks-security).
+ *
+ * `X-Twilio-Signature` is the base64 HMAC-SHA1, keyed with the Auth Token, of the full URL Twilio
+ * called followed by every POST parameter as `name+value`, sorted by name (a repeated name's
+ * values deduplicated and sorted), with no separators. A JSON body is not signed as parameters:
+ * Twilio appends `bodySHA256=<hex SHA-256 of the body>` to the URL and signs the URL alone, so the
+ * hash must also match the body. As twilio-node does, the URL is tried with and without its
+ * port, because Twilio's own signing is inconsistent there. Nothing time-related is signed.
+ * The delivery id is `I-Twilio-Idempotency-Token`, kept across Twilio's retries; without it, the
+ * SHA-256 of the body (identical retries then count as duplicates).
+ */
+import { fromBase64, MAX_SIGNATURE_HEADER_LENGTH, matchesAnySecret, sha256, timingSafeEqualText, toHex } from "./crypto";
+import { refuse, type Provider, type SignedRequest, type Verification } from "./types";
+
+/** The raw URL split around its port, so the variants are built without re-encoding anything. */
+const URL_PARTS = /^(https?:\/\/)((?:[^/?#@]*@)?(?:\[[^\]/?#]*\]|[^/?#:]*))(?::(\d*))?([/?#].*)?$/i;
+
+/** `url` as given, without its port, and with the scheme's default port (twilio-node's three tries). */
+function urlVariants(url: string): string[] {
+  const match = URL_PARTS.exec(url);
+  if (!match) return [url];
+  const [, scheme = "", authority = "", port, rest = ""] = match;
+  const defaultPort = scheme.toLowerCase() === "https://" ? "443" : "80";
+  return [...new Set([url, `${scheme}${authority}${rest}`, `${scheme}${authority}:${port || defaultPort}${rest}`])];
+}
+
+/** Form parameters as Twilio signs them: sorted names, each value appended as `name+value`. */
+function signedParameters(form: URLSearchParams): string {
+  const byName = new Map<string, Set<string>>();
+  for (const [name, value] of form) byName.set(name, (byName.get(name) ?? new Set()).add(value));
+  let out = "";
+  for (const name of [...byName.keys()].sort()) for (const value of [...byName.get(name)!].sort()) out += name + value;
+  return out;
+}
+
+/**
+ * A Twilio verifier. Behind a proxy or custom domain, set `PUBLIC_BASE_URL` to the origin
+ * configured in Twilio, since the URL is part of what is signed.
+ * @example
+ * const sources = { twilio: twilio() };
+ * // Phone number → Messaging → "A message comes in": https://inbox.example.com/webhooks/twilio
+ */
+export function twilio(): Provider {
+  return {
+    kind: "twilio",
+    async verify(request: SignedRequest, secrets: readonly string[]): Promise<Verification> {
+      const header = request.headers.get("x-twilio-signature");
+      if (!header) return refuse("missing X-Twilio-Signature header");
+      if (header.length > MAX_SIGNATURE_HEADER_LENGTH) return refuse("signature header too long");
+      const signature = fromBase64(header.trim());
+      if (signature?.length !== 20) return refuse("X-Twilio-Signature is not a base64 SHA-1 digest");
+      const bodyHash = toHex(await sha256(request.body));
+      const signedBodyHash = URL.canParse(request.url) ? new URL(request.url).searchParams.get("bodySHA256") : null;
+      let parameters = "";
+      if (signedBodyHash !== null) {
+        if (!timingSafeEqualText(signedBodyHash.toLowerCase(), bodyHash)) return refuse("bodySHA256 does not match the body");
+      } else if (isForm(request.headers.get("content-type"))) {
+        parameters = signedParameters(new URLSearchParams(new TextDecoder().decode(request.body)));
+      } else if (request.body.length > 0) {
+        // Only form parameters or a bodySHA256 put the body under the signature.
+        return refuse("a body that is not a form needs a bodySHA256 URL parameter");
+      }
+      let matched = false;
+      for (const url of urlVariants(request.url)) {
+        if (await matchesAnySecret("SHA-1", secrets, [signature], [url, parameters])) matched = true;
+      }
+      if (!matched) return refuse("signature mismatch");
+      return { ok: true, deliveryId: request.headers.get("i-twilio-idempotency-token") || bodyHash, eventType: null };
+    },
+  };
+}
+
+function isForm(contentType: string | null): boolean {
+  return contentType?.split(";")[0]?.trim().toLowerCase() === "application/x-www-form-urlencoded";
+}
