@@ -19,6 +19,8 @@ export default defineConfig(async () => ({
         queueConsumers: { "webhook-deliveries": { maxBatchSize: 100, maxBatchTimeout: 60 } },
         bindings: {
           TEST_MIGRATIONS: await readD1Migrations(`${root}/migrations`),
+          // Set here, not left to a developer's .dev.vars: the tests must not depend on it.
+          SWEEP_INTERVAL_SECONDS: "30",
           // Test-only secrets (the published Standard Webhooks vector's key, among others).
           STANDARD_WEBHOOK_SECRET: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
           SVIX_WEBHOOK_SECRET: "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",

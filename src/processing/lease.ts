@@ -43,15 +43,19 @@ interface LeaseState {
 const STATE_KEY = "lease";
 
 export class DeliveryLease extends DurableObject<Env> {
-  /** In memory only: a hint that lets duplicate messages stop here; the D1 row is the authority. */
-  #settled = false;
+  /**
+   * In memory only, and only for one lease period: a hint that lets a duplicate message that
+   * arrives right after the delivery settled stop here. Past that (or after an eviction) the
+   * D1 row judges, so a hint can never strand a delivery that was replayed.
+   */
+  #settledAtMs: number | null = null;
 
   /** Claims the delivery for one attempt. */
   async claim(ref: DeliveryRef): Promise<ClaimResult> {
     const config = loadConfig(this.env);
     const now = Date.now();
     const state = (await this.ctx.storage.get<LeaseState>(STATE_KEY)) ?? null;
-    if (!state && this.#settled) return { kind: "settled" };
+    if (!state && this.#settledAtMs !== null && now - this.#settledAtMs < config.leaseSeconds * 1000) return { kind: "settled" };
     if (state?.heldUntilMs != null && !state.abandoned && now < state.heldUntilMs) {
       return { kind: "busy", leasedUntilMs: state.heldUntilMs };
     }
@@ -66,7 +70,7 @@ export class DeliveryLease extends DurableObject<Env> {
       return { kind: "exhausted", token, attempts: state.attempts };
     }
     const attempt = (state?.attempts ?? 0) + 1;
-    this.#settled = false;
+    this.#settledAtMs = null;
     await this.#save({ ref, attempts: attempt, token, heldUntilMs: now + leaseMs, abandoned: false });
     return { kind: "granted", token, attempt };
   }
@@ -96,7 +100,7 @@ export class DeliveryLease extends DurableObject<Env> {
   /** Admin replay: start over with attempts at zero. */
   async reset(): Promise<void> {
     await this.#forget();
-    this.#settled = false;
+    this.#settledAtMs = null;
   }
 
   /**
@@ -121,7 +125,7 @@ export class DeliveryLease extends DurableObject<Env> {
   }
 
   async #forget(): Promise<void> {
-    this.#settled = true;
+    this.#settledAtMs = Date.now();
     // Removes the alarm too: compatibility_date ≥ 2026-02-24 (wrangler.toml).
     await this.ctx.storage.deleteAll();
   }
