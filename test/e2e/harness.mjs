@@ -1,0 +1,183 @@
+/**
+ * Drives the real local runtime from outside, as a provider would: `wrangler dev` on a free
+ * port with its own state directory and its own dev secrets, real HTTP, and a hard stop
+ * (SIGKILL of the whole process group) that is always run.
+ */
+import { spawn, execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
+const run = promisify(execFile);
+
+/** Dev-only secrets for the runtime under test (the same kind of values as .dev.vars.example). */
+export const SECRETS = {
+  STANDARD_WEBHOOK_SECRET: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+  SVIX_WEBHOOK_SECRET: "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+  STRIPE_WEBHOOK_SECRET: "whsec_e2e_stripe_secret",
+  GITHUB_WEBHOOK_SECRET: "e2e github secret",
+  SHOPIFY_WEBHOOK_SECRET: "e2e-shopify-secret",
+  SLACK_WEBHOOK_SECRET: "e2e-slack-signing-secret",
+  TWILIO_WEBHOOK_SECRET: "e2e-twilio-auth-token",
+  ADMIN_TOKEN: "e2e-admin-token",
+  // GITLAB_WEBHOOK_SECRET is left unset on purpose: that source answers 503 source_not_configured.
+};
+
+/** A free TCP port on loopback. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A local inbox: `start()` applies migrations to its state directory and starts wrangler dev;
+ * `kill()` SIGKILLs its process group (state survives); `start()` again restarts on the same state.
+ */
+export class LocalInbox {
+  /** @param {{ vars?: Record<string, string>, log?: boolean }} [options] */
+  constructor(options = {}) {
+    this.stateDir = mkdtempSync(join(tmpdir(), "webhook-inbox-e2e-"));
+    this.vars = { ...SECRETS, SWEEP_INTERVAL_SECONDS: "20", ...options.vars };
+    this.log = options.log ?? Boolean(process.env.E2E_LOG);
+    this.child = null;
+    this.output = "";
+  }
+
+  get url() {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start() {
+    if (!this.migrated) {
+      await run(WRANGLER, ["d1", "migrations", "apply", "webhook-inbox", "--local", "--persist-to", this.stateDir], {
+        cwd: ROOT,
+        env: { ...process.env, CI: "true" },
+      });
+      this.migrated = true;
+    }
+    this.port = await freePort();
+    const inspectorPort = await freePort();
+    const args = ["dev", "--port", String(this.port), "--ip", "127.0.0.1", "--inspector-port", String(inspectorPort)];
+    args.push("--persist-to", this.stateDir, "--show-interactive-dev-session=false", "--log-level", "warn");
+    for (const [name, value] of Object.entries(this.vars)) args.push("--var", `${name}:${value}`);
+    // detached: its own process group, so kill() reaches wrangler, workerd and everything between.
+    this.child = spawn(WRANGLER, args, { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "true" } });
+    const capture = (chunk) => {
+      this.output = (this.output + chunk.toString()).slice(-20_000);
+      if (this.log) process.stderr.write(chunk);
+    };
+    this.child.stdout.on("data", capture);
+    this.child.stderr.on("data", capture);
+    await this.#waitForHealth(90_000);
+  }
+
+  async #waitForHealth(timeoutMs) {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (this.child.exitCode !== null) throw new Error(`wrangler dev exited early:\n${this.output}`);
+      try {
+        const response = await fetch(`${this.url}/health`, { signal: AbortSignal.timeout(2_000) });
+        if (response.ok) return;
+      } catch {
+        // not up yet
+      }
+      await sleep(250);
+    }
+    throw new Error(`wrangler dev did not become healthy in ${timeoutMs} ms:\n${this.output}`);
+  }
+
+  /** SIGKILL the whole process group: no graceful shutdown, as in a crash. */
+  async kill() {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+    await Promise.race([exited, sleep(5_000)]);
+    this.child = null;
+  }
+
+  /** Kill and remove the state directory. */
+  async stop() {
+    await this.kill();
+    rmSync(this.stateDir, { recursive: true, force: true });
+  }
+
+  /** Runs SQL against the local D1 database of this inbox (works while wrangler dev runs). */
+  async sql(command) {
+    const { stdout } = await run(
+      WRANGLER,
+      ["d1", "execute", "webhook-inbox", "--local", "--persist-to", this.stateDir, "--json", "--command", command],
+      { cwd: ROOT, env: { ...process.env, CI: "true" }, maxBuffer: 64 * 1024 * 1024 },
+    );
+    return JSON.parse(stdout)[0].results;
+  }
+
+  /** POSTs to the inbox. */
+  async post(path, body, headers = {}) {
+    const response = await fetch(`${this.url}${path}`, { method: "POST", body, headers });
+    const text = await response.text();
+    let json = null;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      // not JSON
+    }
+    return { status: response.status, json, text };
+  }
+
+  /** GETs an admin route with the admin token. */
+  async admin(path, init = {}) {
+    const response = await fetch(`${this.url}${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${this.vars.ADMIN_TOKEN}`, ...(init.headers ?? {}) },
+    });
+    return { status: response.status, json: await response.json().catch(() => null) };
+  }
+}
+
+export function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls `check` until it returns a truthy value or `timeoutMs` passes; returns the last value. */
+export async function waitFor(check, { timeoutMs = 120_000, intervalMs = 1_000 } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  let value;
+  while (Date.now() < deadline) {
+    value = await check();
+    if (value) return value;
+    await sleep(intervalMs);
+  }
+  return value;
+}
+
+/** Runs `fn` over `items` with at most `limit` at once. */
+export async function mapLimit(items, limit, fn) {
+  const results = new Array(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const index = next++;
+        results[index] = await fn(items[index], index);
+      }
+    }),
+  );
+  return results;
+}
