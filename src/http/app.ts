@@ -1,6 +1,7 @@
 /** The Hono app: config, the error boundary, health, the receiver. */
 import { Hono } from "hono";
 import { loadConfig } from "../config";
+import { admin } from "./admin";
 import { renderError } from "./errors";
 import { receiver } from "./receiver";
 import type { AppEnv } from "./types";
@@ -16,6 +17,7 @@ app.use("*", async (c, next) => {
 
 app.get("/health", (c) => c.json({ status: "ok" }));
 app.route("/", receiver);
+app.route("/admin", admin);
 
 app.notFound((c) => c.json({ error: "not_found", message: "no such route" }, 404));
 app.onError(renderError);

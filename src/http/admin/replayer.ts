@@ -1,0 +1,79 @@
+/**
+ * Replay: put settled deliveries back through processing, once their cause is fixed.
+ *
+ * The order is what makes it safe, and it is the same for one delivery and for many:
+ * 1. D1 first: one UPDATE moves the row to `received` with attempts 0, only from a settled state.
+ *    Two admins replaying at once: one wins, the other gets a conflict. From here on the row says
+ *    "not done", and the sweeper re-enqueues it even if the next steps are lost.
+ * 2. Then the lease object is reset: it forgets its attempts and its in-memory "settled" hint. Done
+ *    before step 1, a duplicate message could re-set that hint from the old row in between.
+ * 3. Then the delivery is enqueued; the next claim gets a larger fencing token than any before.
+ */
+import { leaseFor } from "../../processing/consumer";
+import { enqueueDelivery } from "../../processing/enqueue";
+import { describeError } from "../../processing/errors";
+import type { DeliveryRef } from "../../processing/messages";
+import { countFailed, deliveryStatus, resetFailedForReplay, resetForReplay } from "../../store/admin";
+
+export type ReplayResult =
+  | { readonly kind: "replayed" }
+  | { readonly kind: "not_found" }
+  /** Not in a replayable state: received/processing (still in flight), or done without force. */
+  | { readonly kind: "conflict"; readonly status: string };
+
+/** Lease resets in flight at once during a bulk replay: each is one Durable Object call. */
+const RESET_CONCURRENCY = 16;
+/** Queues take at most 100 messages per sendBatch. */
+const SEND_BATCH_SIZE = 100;
+
+/**
+ * Replays one delivery: a failed one, or with `force` also a done one.
+ * @example
+ * const result = await replayDelivery(env, { source: "stripe", id: "evt_1" }, { force: false });
+ * if (result.kind === "conflict") console.log(`it is ${result.status}`);
+ */
+export async function replayDelivery(env: Env, ref: DeliveryRef, options: { force: boolean }): Promise<ReplayResult> {
+  const from = options.force ? (["failed", "done"] as const) : (["failed"] as const);
+  if (!(await resetForReplay(env.DB, ref, from, Date.now()))) {
+    const status = await deliveryStatus(env.DB, ref);
+    return status === null ? { kind: "not_found" } : { kind: "conflict", status };
+  }
+  await resetLease(env, ref);
+  await enqueueDelivery(env, ref);
+  return { kind: "replayed" };
+}
+
+/**
+ * Replays up to `limit` failed deliveries (oldest first, optionally of one source) and says how
+ * many failed ones are left, so a caller can loop until none remain.
+ * @example
+ * let result;
+ * do result = await replayFailed(env, { source: "stripe", limit: 100 }); while (result.remaining > 0 && result.replayed > 0);
+ */
+export async function replayFailed(env: Env, options: { source?: string | undefined; limit: number }): Promise<{ replayed: number; remaining: number }> {
+  const refs = await resetFailedForReplay(env.DB, options.source, options.limit, Date.now());
+  for (let start = 0; start < refs.length; start += RESET_CONCURRENCY) {
+    await Promise.all(refs.slice(start, start + RESET_CONCURRENCY).map((ref) => resetLease(env, ref)));
+  }
+  for (let start = 0; start < refs.length; start += SEND_BATCH_SIZE) {
+    const messages = refs.slice(start, start + SEND_BATCH_SIZE).map(({ source, id }) => ({ body: { source, id }, contentType: "json" as const }));
+    // Like enqueueDelivery: the rows already say `received`, so a lost send is the sweeper's to recover.
+    await env.DELIVERIES.sendBatch(messages).catch((error: unknown) => {
+      console.error("bulk replay: enqueue failed; the sweeper will pick these deliveries up:", describeError(error));
+    });
+  }
+  return { replayed: refs.length, remaining: await countFailed(env.DB, options.source) };
+}
+
+/**
+ * Resets a delivery's lease object. A failure is logged, not thrown: the row is already back to
+ * `received`, and answering an error would invite a second replay that now conflicts. The lease's
+ * "settled" hint lasts one lease period at most, and the sweeper re-enqueues the row after that.
+ */
+async function resetLease(env: Env, ref: DeliveryRef): Promise<void> {
+  try {
+    await leaseFor(env, ref).reset();
+  } catch (error) {
+    console.error(`replay: could not reset the lease of ${ref.source}/${ref.id}; the sweeper will retry it:`, describeError(error));
+  }
+}

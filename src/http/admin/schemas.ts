@@ -1,0 +1,119 @@
+/**
+ * The admin API's schemas: what the routes validate with and what `/admin/openapi.json` is
+ * generated from, so the document cannot drift from the code.
+ */
+import { z } from "@hono/zod-openapi";
+import { DELIVERY_STATUSES } from "../../store/admin";
+import { MAX_DELIVERY_ID_LENGTH } from "../receiver";
+import { decodeCursor } from "./cursor";
+
+export const DEFAULT_LIST_LIMIT = 50;
+export const MAX_LIST_LIMIT = 200;
+export const DEFAULT_BULK_REPLAY_LIMIT = 100;
+export const MAX_BULK_REPLAY_LIMIT = 500;
+
+export const ErrorSchema = z
+  .object({
+    error: z.string().openapi({ example: "not_found" }),
+    message: z.string().openapi({ example: "no delivery standard/msg_1" }),
+  })
+  .openapi("Error");
+
+const StatusSchema = z.enum(DELIVERY_STATUSES).openapi("DeliveryStatus");
+const SourceSchema = z.string().min(1).max(100).openapi({ example: "stripe" });
+
+const StatusCountsSchema = z
+  .object({ received: z.number().int(), processing: z.number().int(), done: z.number().int(), failed: z.number().int() })
+  .openapi("StatusCounts");
+
+export const StatsSchema = z
+  .object({
+    counts: StatusCountsSchema,
+    unhandled: z.number().int().openapi({ description: "done deliveries that no handler matched" }),
+    oldestWaitingSeconds: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: "age of the oldest received or processing delivery; null when none waits" }),
+    bySource: z.record(z.string(), StatusCountsSchema),
+  })
+  .openapi("Stats");
+
+export const DeliverySummarySchema = z
+  .object({
+    source: z.string(),
+    id: z.string(),
+    eventType: z.string().nullable(),
+    status: StatusSchema,
+    attempts: z.number().int(),
+    error: z.string().nullable(),
+    handled: z.boolean().nullable().openapi({ description: "on done: whether a handler matched" }),
+    receivedAt: z.string().openapi({ example: "2026-12-03T07:41:45.123Z" }),
+    updatedAt: z.string(),
+  })
+  .openapi("DeliverySummary");
+
+export const DeliveryListSchema = z
+  .object({
+    deliveries: z.array(DeliverySummarySchema),
+    nextCursor: z.string().nullable().openapi({ description: "pass as `cursor` for the next page; null on the last page" }),
+  })
+  .openapi("DeliveryList");
+
+export const DeliveryDetailSchema = DeliverySummarySchema.extend({
+  body: z
+    .object({
+      bytes: z.number().int(),
+      text: z.string().nullable().openapi({ description: "the body as text; null when it is not valid UTF-8" }),
+      base64: z.string().openapi({ description: "the raw bytes, exactly as signed" }),
+    })
+    .nullable()
+    .openapi({ description: "null once BODY_RETENTION_DAYS cleared it" }),
+}).openapi("DeliveryDetail");
+
+export const ListQuerySchema = z.object({
+  status: StatusSchema.optional(),
+  source: SourceSchema.optional(),
+  limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(DEFAULT_LIST_LIMIT),
+  cursor: z
+    .string()
+    .max(2_048)
+    .refine((cursor) => decodeCursor(cursor) !== null, "not a cursor this API issued")
+    .optional()
+    .openapi({ description: "the previous page's nextCursor" }),
+});
+
+export const DeliveryParamsSchema = z.object({
+  source: SourceSchema.openapi({ param: { name: "source", in: "path" } }),
+  id: z
+    .string()
+    .min(1)
+    .max(MAX_DELIVERY_ID_LENGTH)
+    .openapi({ param: { name: "id", in: "path" }, example: "evt_3PqXyZ" }),
+});
+
+export const ReplayQuerySchema = z.object({
+  force: z
+    .enum(["true", "false"])
+    .default("false")
+    .openapi({ description: "also replay a delivery that is done (its handler runs again)" }),
+});
+
+export const ReplayedSchema = z
+  .object({ status: z.literal("replayed"), source: z.string(), id: z.string() })
+  .openapi("Replayed");
+
+export const BulkReplayBodySchema = z
+  .strictObject({
+    status: z.literal("failed").openapi({ description: "only failed deliveries are replayed in bulk" }),
+    source: SourceSchema.optional(),
+    limit: z.number().int().min(1).max(MAX_BULK_REPLAY_LIMIT).default(DEFAULT_BULK_REPLAY_LIMIT),
+  })
+  .openapi("BulkReplayRequest");
+
+export const BulkReplayedSchema = z
+  .object({
+    replayed: z.number().int(),
+    remaining: z.number().int().openapi({ description: "failed deliveries left; call again while > 0" }),
+  })
+  .openapi("BulkReplayed");

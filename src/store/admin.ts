@@ -1,0 +1,227 @@
+/**
+ * The admin API's queries: counts, listing, one delivery, and the replay reset.
+ *
+ * Reads never touch the lease columns. The replay reset is the only write, and it is the first
+ * step of a replay: D1 says "received, attempts 0" before the lease object is reset and the
+ * delivery is enqueued again (src/http/admin/replayer.ts explains the order).
+ */
+import type { DeliveryRef } from "../processing/messages";
+import { isoTime } from "./clock";
+
+export const DELIVERY_STATUSES = ["received", "processing", "done", "failed"] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export type StatusCounts = Record<DeliveryStatus, number>;
+
+export interface DeliveryStats {
+  readonly counts: StatusCounts;
+  /** Done deliveries no handler matched (a typo in the registry shows up here). */
+  readonly unhandled: number;
+  /** Age of the oldest `received`/`processing` delivery, whole seconds; null when none waits. */
+  readonly oldestWaitingSeconds: number | null;
+  readonly bySource: Record<string, StatusCounts>;
+}
+
+/** One delivery as listed: everything but the body and the lease columns. */
+export interface DeliverySummary {
+  readonly source: string;
+  readonly id: string;
+  readonly eventType: string | null;
+  readonly status: DeliveryStatus;
+  readonly attempts: number;
+  readonly error: string | null;
+  /** On done: true when a handler ran, false when none matched. Null before that. */
+  readonly handled: boolean | null;
+  readonly receivedAt: string;
+  readonly updatedAt: string;
+}
+
+/** A summary plus the raw body bytes (null once retention pruned them). */
+export interface DeliveryDetail extends DeliverySummary {
+  readonly body: Uint8Array | null;
+}
+
+/** The position after the last row of a page: the listing's sort key. */
+export interface ListingKey {
+  readonly receivedAt: string;
+  readonly source: string;
+  readonly id: string;
+}
+
+export interface ListingQuery {
+  readonly status?: DeliveryStatus | undefined;
+  readonly source?: string | undefined;
+  readonly limit: number;
+  readonly after?: ListingKey | undefined;
+}
+
+export interface ListingPage {
+  readonly deliveries: DeliverySummary[];
+  /** The key of the last row when more rows may follow; null on the last page. */
+  readonly nextKey: ListingKey | null;
+}
+
+interface DeliveryRow {
+  source: string;
+  id: string;
+  event_type: string | null;
+  status: DeliveryStatus;
+  attempts: number;
+  error: string | null;
+  handled: number | null;
+  received_at: string;
+  updated_at: string;
+}
+
+const SUMMARY_COLUMNS = "source, id, event_type, status, attempts, error, handled, received_at, updated_at";
+
+function zeroCounts(): StatusCounts {
+  return { received: 0, processing: 0, done: 0, failed: 0 };
+}
+
+function toSummary(row: DeliveryRow): DeliverySummary {
+  return {
+    source: row.source,
+    id: row.id,
+    eventType: row.event_type,
+    status: row.status,
+    attempts: row.attempts,
+    error: row.error,
+    handled: row.handled === null ? null : row.handled === 1,
+    receivedAt: row.received_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/**
+ * Counts by status and source, and the age of the oldest waiting delivery, in one round trip.
+ * @example
+ * const { counts, oldestWaitingSeconds } = await deliveryStats(env.DB, Date.now());
+ */
+export async function deliveryStats(db: D1Database, nowMs: number): Promise<DeliveryStats> {
+  const [groups, oldest] = await db.batch([
+    db.prepare(
+      `SELECT source, status, COUNT(*) AS n, SUM(status = 'done' AND handled = 0) AS unhandled
+         FROM deliveries GROUP BY source, status`,
+    ),
+    // Two MINs, each answered from the (status, received_at) index.
+    db.prepare(
+      `SELECT (SELECT MIN(received_at) FROM deliveries WHERE status = 'received') AS oldest_received,
+              (SELECT MIN(received_at) FROM deliveries WHERE status = 'processing') AS oldest_processing`,
+    ),
+  ]);
+  const counts = zeroCounts();
+  const bySource: Record<string, StatusCounts> = {};
+  let unhandled = 0;
+  for (const group of groups!.results as { source: string; status: DeliveryStatus; n: number; unhandled: number | null }[]) {
+    counts[group.status] += group.n;
+    (bySource[group.source] ??= zeroCounts())[group.status] = group.n;
+    unhandled += group.unhandled ?? 0;
+  }
+  // ISO-8601 UTC text sorts as time: the earliest of the two present.
+  const times = oldest!.results[0] as { oldest_received: string | null; oldest_processing: string | null };
+  const candidates = [times.oldest_received, times.oldest_processing].filter((time): time is string => time !== null).sort();
+  const oldestWaitingSeconds = candidates[0] === undefined ? null : Math.max(0, Math.floor((nowMs - Date.parse(candidates[0])) / 1000));
+  return { counts, unhandled, oldestWaitingSeconds, bySource };
+}
+
+/**
+ * One page of deliveries, newest first, ordered by (received_at, source, id) descending: a total
+ * order, so a page boundary never skips or repeats a row, even while new deliveries arrive.
+ * @example
+ * const first = await listDeliveries(env.DB, { status: "failed", limit: 50 });
+ * const second = await listDeliveries(env.DB, { status: "failed", limit: 50, after: first.nextKey ?? undefined });
+ */
+export async function listDeliveries(db: D1Database, query: ListingQuery): Promise<ListingPage> {
+  const conditions: string[] = [];
+  const params: unknown[] = [];
+  if (query.status) {
+    params.push(query.status);
+    conditions.push(`status = ?${params.length}`);
+  }
+  if (query.source) {
+    params.push(query.source);
+    conditions.push(`source = ?${params.length}`);
+  }
+  if (query.after) {
+    params.push(query.after.receivedAt, query.after.source, query.after.id);
+    const n = params.length;
+    conditions.push(`(received_at, source, id) < (?${n - 2}, ?${n - 1}, ?${n})`);
+  }
+  // One row more than asked tells whether another page exists.
+  params.push(query.limit + 1);
+  const where = conditions.length > 0 ? `WHERE ${conditions.join(" AND ")}` : "";
+  const { results } = await db
+    .prepare(`SELECT ${SUMMARY_COLUMNS} FROM deliveries ${where} ORDER BY received_at DESC, source DESC, id DESC LIMIT ?${params.length}`)
+    .bind(...params)
+    .all<DeliveryRow>();
+  const page = results.slice(0, query.limit).map(toSummary);
+  const last = page.at(-1);
+  const nextKey = results.length > query.limit && last ? { receivedAt: last.receivedAt, source: last.source, id: last.id } : null;
+  return { deliveries: page, nextKey };
+}
+
+/** One delivery with its body, or null when there is none with that source and id. */
+export async function getDelivery(db: D1Database, ref: DeliveryRef): Promise<DeliveryDetail | null> {
+  const row = await db
+    .prepare(`SELECT ${SUMMARY_COLUMNS}, body FROM deliveries WHERE source = ?1 AND id = ?2`)
+    .bind(ref.source, ref.id)
+    .first<DeliveryRow & { body: ArrayBuffer | number[] | null }>();
+  if (!row) return null;
+  const body = row.body === null ? null : row.body instanceof ArrayBuffer ? new Uint8Array(row.body) : Uint8Array.from(row.body);
+  return { ...toSummary(row), body };
+}
+
+/** The status of one delivery, or null when it does not exist. */
+export async function deliveryStatus(db: D1Database, ref: DeliveryRef): Promise<DeliveryStatus | null> {
+  const row = await db
+    .prepare("SELECT status FROM deliveries WHERE source = ?1 AND id = ?2")
+    .bind(ref.source, ref.id)
+    .first<{ status: DeliveryStatus }>();
+  return row?.status ?? null;
+}
+
+/**
+ * Puts one settled delivery back to `received` with attempts at zero, in one statement, when its
+ * status is one of `from`. True when it did. `lease_token` is kept: tokens only grow, and the next
+ * claim's token is larger, so a worker of the previous life can still never commit.
+ */
+export async function resetForReplay(db: D1Database, ref: DeliveryRef, from: readonly ("failed" | "done")[], nowMs: number): Promise<boolean> {
+  const result = await db
+    .prepare(
+      `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?3
+        WHERE source = ?1 AND id = ?2 AND status IN (SELECT value FROM json_each(?4))`,
+    )
+    .bind(ref.source, ref.id, isoTime(nowMs), JSON.stringify(from))
+    .run();
+  return result.meta.changes > 0;
+}
+
+/**
+ * The bulk form: resets up to `limit` failed deliveries (optionally of one source), oldest
+ * first, and returns them.
+ */
+export async function resetFailedForReplay(db: D1Database, source: string | undefined, limit: number, nowMs: number): Promise<DeliveryRef[]> {
+  const { results } = await db
+    .prepare(
+      `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?1
+        WHERE rowid IN (
+          SELECT rowid FROM deliveries
+           WHERE status = 'failed' AND (?2 IS NULL OR source = ?2)
+           ORDER BY received_at
+           LIMIT ?3)
+        RETURNING source, id`,
+    )
+    .bind(isoTime(nowMs), source ?? null, limit)
+    .all<DeliveryRef>();
+  return results;
+}
+
+/** How many failed deliveries (of one source, or all) are left. */
+export async function countFailed(db: D1Database, source: string | undefined): Promise<number> {
+  const row = await db
+    .prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'failed' AND (?1 IS NULL OR source = ?1)")
+    .bind(source ?? null)
+    .first<{ n: number }>();
+  return row?.n ?? 0;
+}

@@ -1,0 +1,56 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { insertDelivery } from "../../src/store/record";
+import { admin } from "./client";
+
+/** Stores a delivery received `ageSeconds` ago, then sets its state as processing would have. */
+async function seed(source: string, id: string, status: string, options: { ageSeconds?: number; handled?: 0 | 1 } = {}) {
+  const receivedAtMs = Date.now() - (options.ageSeconds ?? 0) * 1000;
+  await insertDelivery(env.DB, { source, id, eventType: "test.event", body: new Uint8Array([123, 125]), receivedAtMs }).run();
+  await env.DB.prepare("UPDATE deliveries SET status = ?3, handled = ?4 WHERE source = ?1 AND id = ?2")
+    .bind(source, id, status, options.handled ?? null)
+    .run();
+}
+
+// Each test file has its own D1, and these tests run in order on it: the counts accumulate.
+describe("GET /admin/stats", () => {
+  it("answers zero counts and no oldest waiting delivery for an empty inbox", async () => {
+    const result = await admin("/stats");
+    expect(result.status).toBe(200);
+    expect(result.json).toEqual({
+      counts: { received: 0, processing: 0, done: 0, failed: 0 },
+      unhandled: 0,
+      oldestWaitingSeconds: null,
+      bySource: {},
+    });
+  });
+
+  it("counts deliveries by status, in total and per source", async () => {
+    await seed("stripe", "evt_1", "done", { handled: 1 });
+    await seed("stripe", "evt_2", "done", { handled: 0 });
+    await seed("stripe", "evt_3", "failed");
+    await seed("github", "gh_1", "received");
+    await seed("github", "gh_2", "processing");
+    const { json } = await admin("/stats");
+    expect(json.counts).toEqual({ received: 1, processing: 1, done: 2, failed: 1 });
+    expect(json.bySource).toEqual({
+      stripe: { received: 0, processing: 0, done: 2, failed: 1 },
+      github: { received: 1, processing: 1, done: 0, failed: 0 },
+    });
+  });
+
+  it("counts done deliveries that no handler matched as unhandled", async () => {
+    expect((await admin("/stats")).json.unhandled).toBe(1);
+  });
+
+  it("reports the age of the oldest received or processing delivery, ignoring settled ones", async () => {
+    await seed("standard", "old_done", "done", { ageSeconds: 5_000, handled: 1 });
+    await seed("standard", "old_failed", "failed", { ageSeconds: 4_000 });
+    await seed("standard", "waiting", "processing", { ageSeconds: 600 });
+    await seed("standard", "newer", "received", { ageSeconds: 300 });
+    const { json } = await admin("/stats");
+    // The seeded age, plus however long the test took to get here (well under a minute).
+    expect(json.oldestWaitingSeconds).toBeGreaterThanOrEqual(600);
+    expect(json.oldestWaitingSeconds).toBeLessThan(660);
+  });
+});
