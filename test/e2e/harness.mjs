@@ -4,7 +4,7 @@
  * (SIGKILL of the whole process group) that is always run.
  */
 import { spawn, execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,15 +12,18 @@ import { promisify } from "node:util";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
-const run = promisify(execFile);
+// Run wrangler's entry with this very Node (22, from the `node` devDependency under npm
+// scripts), not whatever `node` comes first on the PATH.
+const WRANGLER_ENTRY = join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
+const execFileAsync = promisify(execFile);
+const run = (args, options) => execFileAsync(process.execPath, [WRANGLER_ENTRY, ...args], options);
 
 /** Dev-only secrets for the runtime under test (the same kind of values as .dev.vars.example). */
 export const SECRETS = {
   STANDARD_WEBHOOK_SECRET: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
   SVIX_WEBHOOK_SECRET: "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
   STRIPE_WEBHOOK_SECRET: "whsec_e2e_stripe_secret",
-  GITHUB_WEBHOOK_SECRET: "e2e github secret",
+  GITHUB_WEBHOOK_SECRET: "e2e-github-secret", // no spaces: a space separates rotated secrets
   SHOPIFY_WEBHOOK_SECRET: "e2e-shopify-secret",
   SLACK_WEBHOOK_SECRET: "e2e-slack-signing-secret",
   TWILIO_WEBHOOK_SECRET: "e2e-twilio-auth-token",
@@ -61,7 +64,7 @@ export class LocalInbox {
 
   async start() {
     if (!this.migrated) {
-      await run(WRANGLER, ["d1", "migrations", "apply", "webhook-inbox", "--local", "--persist-to", this.stateDir], {
+      await run(["d1", "migrations", "apply", "webhook-inbox", "--local", "--persist-to", this.stateDir], {
         cwd: ROOT,
         env: { ...process.env, CI: "true" },
       });
@@ -71,9 +74,12 @@ export class LocalInbox {
     const inspectorPort = await freePort();
     const args = ["dev", "--port", String(this.port), "--ip", "127.0.0.1", "--inspector-port", String(inspectorPort)];
     args.push("--persist-to", this.stateDir, "--show-interactive-dev-session=false", "--log-level", "warn");
-    for (const [name, value] of Object.entries(this.vars)) args.push("--var", `${name}:${value}`);
+    // Our own env file, so a developer's .dev.vars never leaks into the runtime under test.
+    const envFile = join(this.stateDir, "e2e.env");
+    writeFileSync(envFile, Object.entries(this.vars).map(([name, value]) => `${name}=${value}`).join("\n"));
+    args.push("--env-file", envFile);
     // detached: its own process group, so kill() reaches wrangler, workerd and everything between.
-    this.child = spawn(WRANGLER, args, { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "true" } });
+    this.child = spawn(process.execPath, [WRANGLER_ENTRY, ...args], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "true" } });
     const capture = (chunk) => {
       this.output = (this.output + chunk.toString()).slice(-20_000);
       if (this.log) process.stderr.write(chunk);
@@ -121,7 +127,6 @@ export class LocalInbox {
   /** Runs SQL against the local D1 database of this inbox (works while wrangler dev runs). */
   async sql(command) {
     const { stdout } = await run(
-      WRANGLER,
       ["d1", "execute", "webhook-inbox", "--local", "--persist-to", this.stateDir, "--json", "--command", command],
       { cwd: ROOT, env: { ...process.env, CI: "true" }, maxBuffer: 64 * 1024 * 1024 },
     );

@@ -1,4 +1,5 @@
 /** Provider signers for the e2e suite and the benchmark: the providers' official SDKs. */
+import { createHmac } from "node:crypto";
 import { sign as signGithub } from "@octokit/webhooks-methods";
 import { Webhook as StandardWebhook } from "standardwebhooks";
 import Stripe from "stripe";
@@ -64,6 +65,51 @@ export function svixDelivery(id, payload = { type: "user.created" }, secret = SE
       "svix-id": id,
       "svix-timestamp": String(Math.floor(at.getTime() / 1000)),
       "svix-signature": new SvixWebhook(secret).sign(id, at, body),
+    },
+  };
+}
+
+/** A Shopify delivery, signed with Node's own crypto (Shopify publishes no SDK signer). */
+export function shopifyDelivery(webhookId, payload = { id: 1, total_price: "10.00" }, secret = SECRETS.SHOPIFY_WEBHOOK_SECRET) {
+  const body = JSON.stringify(payload);
+  return {
+    path: "/webhooks/shopify",
+    body,
+    headers: {
+      "content-type": "application/json",
+      "x-shopify-webhook-id": webhookId,
+      "x-shopify-topic": "orders/create",
+      "x-shopify-hmac-sha256": createHmac("sha256", secret).update(body).digest("base64"),
+    },
+  };
+}
+
+/** A Slack Events API delivery, signed with Node's own crypto as Slack's docs describe. */
+export function slackDelivery(eventId, secret = SECRETS.SLACK_WEBHOOK_SECRET, timestamp = Math.floor(Date.now() / 1000)) {
+  const body = JSON.stringify({ type: "event_callback", event_id: eventId, event_time: timestamp, event: { type: "app_mention", text: "hi" } });
+  const signature = `v0=${createHmac("sha256", secret).update(`v0:${timestamp}:${body}`).digest("hex")}`;
+  return {
+    path: "/webhooks/slack",
+    body,
+    headers: { "content-type": "application/json", "x-slack-request-timestamp": String(timestamp), "x-slack-signature": signature },
+  };
+}
+
+/**
+ * A Twilio form-encoded webhook to `baseUrl`, signed with Node's own crypto as twilio-node's
+ * `getExpectedTwilioSignature` does: URL + params sorted by name, each `name + value`, HMAC-SHA1.
+ */
+export function twilioDelivery(baseUrl, params, secret = SECRETS.TWILIO_WEBHOOK_SECRET) {
+  const url = `${baseUrl}/webhooks/twilio`;
+  const data = Object.keys(params)
+    .sort()
+    .reduce((text, name) => text + name + params[name], url);
+  return {
+    path: "/webhooks/twilio",
+    body: new URLSearchParams(params).toString(),
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      "x-twilio-signature": createHmac("sha1", secret).update(data).digest("base64"),
     },
   };
 }

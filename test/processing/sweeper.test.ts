@@ -1,4 +1,4 @@
-import { createExecutionContext, createScheduledController, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { createScheduledController, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
@@ -73,9 +73,7 @@ describe("the sweeper", () => {
     await storeDelivery({ source: "sweep", id: "via-cron" });
     await age("sweep", "via-cron", { updated_at: new Date(Date.now() - 5 * MINUTE).toISOString() });
     const controller = createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" });
-    const ctx = createExecutionContext();
-    await worker.scheduled(controller, env, ctx);
-    await waitOnExecutionContext(ctx);
+    await worker.scheduled(controller, env);
     const row = await deliveryRow("sweep", "via-cron");
     // The sweep touched it when it re-enqueued it.
     expect(Date.parse(row!.updated_at)).toBeGreaterThan(Date.now() - MINUTE);
