@@ -1,0 +1,244 @@
+#!/usr/bin/env node
+/**
+ * webhook-inbox: operate an inbox from a shell, through its admin API (HTTP only).
+ *
+ *   webhook-inbox status
+ *   webhook-inbox list [--status failed] [--source stripe] [--limit 50] [--cursor c]
+ *   webhook-inbox show <source> <id>
+ *   webhook-inbox replay <source> <id> [--force]
+ *   webhook-inbox replay --failed [--source stripe]
+ *
+ * Exit codes: 0 done; 1 the inbox refused or could not be reached; 2 bad usage.
+ */
+import { parseArgs } from "node:util";
+import { createAdminClient, InboxError } from "./lib/admin-client.mjs";
+import { bodyText, duration, table } from "./lib/format.mjs";
+
+const DEFAULT_URL = "http://localhost:8787";
+const STATUSES = ["received", "processing", "done", "failed"];
+/** Per call of the bulk replay endpoint (the API's default; its maximum is 500). */
+const BULK_REPLAY_BATCH = 100;
+
+const HELP = `Usage: webhook-inbox <command> [options]
+
+Commands:
+  status                              counts by status and source, oldest waiting delivery
+  list [--status S] [--source S]      deliveries, newest first (--limit 1-200, default 50;
+       [--limit N] [--cursor C]       --cursor continues from the previous page)
+  show <source> <id>                  one delivery with its body
+  replay <source> <id> [--force]      put a failed delivery back (--force: also a done one)
+  replay --failed [--source S]        put every failed delivery back (of one source)
+
+Options:
+  --url URL        the inbox (default: $INBOX_URL, else ${DEFAULT_URL})
+  --token TOKEN    the admin token (default: $INBOX_ADMIN_TOKEN)
+  --json           print the API's JSON instead of tables, for scripts
+  -h, --help       this help
+
+Exit codes: 0 done, 1 the inbox refused or could not be reached, 2 bad usage.`;
+
+const OPTIONS = /** @type {const} */ ({
+  url: { type: "string" },
+  token: { type: "string" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+  status: { type: "string" },
+  source: { type: "string" },
+  limit: { type: "string" },
+  cursor: { type: "string" },
+  force: { type: "boolean" },
+  failed: { type: "boolean" },
+});
+
+/** @param {string} message */
+function usage(message) {
+  return new InboxError(`${message} (see webhook-inbox --help)`, { exitCode: 2 });
+}
+
+/**
+ * Runs the CLI with `argv` (without node and the script), writing to `out`; resolves to the exit code.
+ * @param {string[]} argv
+ * @param {{ env?: NodeJS.ProcessEnv, out?: (line: string) => void, err?: (line: string) => void }} [io]
+ * @returns {Promise<number>}
+ */
+export async function main(argv, io = {}) {
+  const env = io.env ?? process.env;
+  const out = io.out ?? ((line) => process.stdout.write(`${line}\n`));
+  const err = io.err ?? ((line) => process.stderr.write(`${line}\n`));
+  try {
+    let parsed;
+    try {
+      parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+    } catch (error) {
+      // parseArgs explains at length; its first sentence is the one-line error.
+      throw usage(error instanceof Error ? (error.message.split(/\.\s/)[0] ?? "bad arguments") : "bad arguments");
+    }
+    const { values, positionals } = parsed;
+    const [command, ...rest] = positionals;
+    if (values.help || command === "help") {
+      out(HELP);
+      return 0;
+    }
+    if (!command) throw usage("no command given");
+    const token = values.token ?? env.INBOX_ADMIN_TOKEN;
+    if (!token) throw usage("no admin token: set INBOX_ADMIN_TOKEN or pass --token");
+    const url = values.url ?? env.INBOX_URL ?? DEFAULT_URL;
+    if (!/^https?:\/\/[^/]/.test(url) || !URL.canParse(url)) throw usage(`not an http(s) URL: ${url}`);
+    const client = createAdminClient({ url, token });
+    const print = values.json ? (/** @type {unknown} */ json) => out(JSON.stringify(json, null, 2)) : null;
+
+    switch (command) {
+      case "status":
+        expectArguments(rest, 0, "status");
+        await status(client, print, out);
+        break;
+      case "list":
+        expectArguments(rest, 0, "list [--status S] [--source S] [--limit N]");
+        await list(client, values, print, out);
+        break;
+      case "show":
+        expectArguments(rest, 2, "show <source> <id>");
+        await show(client, /** @type {[string, string]} */ (rest), print, out);
+        break;
+      case "replay":
+        if (values.failed) {
+          expectArguments(rest, 0, "replay --failed [--source S]");
+          await replayFailed(client, values.source, print, out);
+        } else {
+          expectArguments(rest, 2, "replay <source> <id> [--force], or replay --failed");
+          await replayOne(client, /** @type {[string, string]} */ (rest), Boolean(values.force), print, out);
+        }
+        break;
+      default:
+        throw usage(`unknown command "${command}"`);
+    }
+    return 0;
+  } catch (error) {
+    if (error instanceof InboxError) {
+      err(`webhook-inbox: ${error.message}`);
+      return error.exitCode;
+    }
+    err(`webhook-inbox: unexpected error: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  }
+}
+
+/** @param {string[]} rest @param {number} count @param {string} form */
+function expectArguments(rest, count, form) {
+  if (rest.length !== count) throw usage(`expected: webhook-inbox ${form}`);
+}
+
+/** @param {string} source @param {string} id */
+function deliveryPath(source, id) {
+  return `/deliveries/${encodeURIComponent(source)}/${encodeURIComponent(id)}`;
+}
+
+/**
+ * @typedef {import("./lib/admin-client.mjs").AdminClient} AdminClient
+ * @typedef {((json: unknown) => void) | null} Printer
+ * @typedef {(line: string) => void} Out
+ */
+
+/** @param {AdminClient} client @param {Printer} print @param {Out} out */
+async function status(client, print, out) {
+  const stats = await client.get("/stats");
+  if (print) return print(stats);
+  out(table(["STATUS", "COUNT"], STATUSES.map((name) => [name, name === "done" && stats.unhandled > 0 ? `${stats.counts[name]} (${stats.unhandled} unhandled)` : stats.counts[name]])));
+  out("");
+  out(`oldest waiting: ${duration(stats.oldestWaitingSeconds)}`);
+  const sources = Object.entries(stats.bySource).sort(([a], [b]) => a.localeCompare(b));
+  if (sources.length > 0) {
+    out("");
+    out(table(["SOURCE", ...STATUSES.map((name) => name.toUpperCase())], sources.map(([source, counts]) => [source, ...STATUSES.map((name) => counts[name])])));
+  }
+}
+
+/**
+ * @param {AdminClient} client
+ * @param {{ status?: string, source?: string, limit?: string, cursor?: string }} values
+ * @param {Printer} print
+ * @param {Out} out
+ */
+async function list(client, values, print, out) {
+  if (values.status !== undefined && !STATUSES.includes(values.status)) throw usage(`--status must be one of ${STATUSES.join(", ")}`);
+  if (values.limit !== undefined && !/^\d+$/.test(values.limit)) throw usage("--limit must be a whole number");
+  const query = new URLSearchParams();
+  for (const name of /** @type {const} */ (["status", "source", "limit", "cursor"])) if (values[name] !== undefined) query.set(name, values[name]);
+  const page = await client.get(`/deliveries${query.size > 0 ? `?${query}` : ""}`);
+  if (print) return print(page);
+  if (page.deliveries.length === 0) return out("no deliveries");
+  /** @type {any[]} */
+  const deliveries = page.deliveries;
+  out(
+    table(
+      ["RECEIVED", "SOURCE", "ID", "TYPE", "STATUS", "ATTEMPTS", "ERROR"],
+      deliveries.map((d) => [d.receivedAt, d.source, d.id, d.eventType, d.status === "done" && d.handled === false ? "done (unhandled)" : d.status, d.attempts, d.error]),
+    ),
+  );
+  if (page.nextCursor) out(`\nmore: webhook-inbox list --cursor ${page.nextCursor}${values.status ? ` --status ${values.status}` : ""}${values.source ? ` --source ${values.source}` : ""}`);
+}
+
+/** @param {AdminClient} client @param {[string, string]} ref @param {Printer} print @param {Out} out */
+async function show(client, [source, id], print, out) {
+  const delivery = await client.get(deliveryPath(source, id));
+  if (print) return print(delivery);
+  const handled = delivery.handled === null ? "-" : delivery.handled ? "yes" : "no (no handler matched)";
+  out(
+    table(
+      ["FIELD", "VALUE"],
+      [
+        ["delivery", `${delivery.source}/${delivery.id}`],
+        ["event type", delivery.eventType],
+        ["status", delivery.status],
+        ["attempts", delivery.attempts],
+        ["handled", handled],
+        ["error", delivery.error],
+        ["received", delivery.receivedAt],
+        ["updated", delivery.updatedAt],
+        ["body", delivery.body === null ? null : `${delivery.body.bytes} bytes`],
+      ],
+      { maxWidth: 1_000 },
+    ),
+  );
+  out("");
+  out(bodyText(delivery.body));
+}
+
+/** @param {AdminClient} client @param {[string, string]} ref @param {boolean} force @param {Printer} print @param {Out} out */
+async function replayOne(client, [source, id], force, print, out) {
+  const result = await client.post(`${deliveryPath(source, id)}/replay${force ? "?force=true" : ""}`).catch((error) => {
+    // The API names its query parameter; here the user's word for it is the flag.
+    if (error instanceof InboxError && error.code === "conflict") error.message = error.message.replace("add ?force=true", "pass --force");
+    throw error;
+  });
+  if (print) return print(result);
+  out(`replayed ${source}/${id}: back to received, attempts reset, enqueued`);
+}
+
+/**
+ * Calls the bulk endpoint until no failed delivery is left, but replays at most as many as were
+ * failed at the start: one that fails again at once is not replayed a second time in this run.
+ * @param {AdminClient} client @param {string | undefined} source @param {Printer} print @param {Out} out
+ */
+async function replayFailed(client, source, print, out) {
+  let replayed = 0;
+  let budget = Infinity;
+  let remaining = 0;
+  do {
+    const limit = Math.min(BULK_REPLAY_BATCH, budget - replayed);
+    if (limit <= 0) break;
+    const result = await client.post("/replay", { status: "failed", ...(source ? { source } : {}), limit });
+    if (budget === Infinity) budget = result.replayed + result.remaining;
+    replayed += result.replayed;
+    remaining = result.remaining;
+    if (result.replayed === 0) break;
+  } while (remaining > 0);
+  if (print) return print({ replayed, remaining });
+  out(`replayed ${replayed} failed deliver${replayed === 1 ? "y" : "ies"}${source ? ` of ${source}` : ""}; ${remaining} still failed`);
+}
+
+// Run when executed (also through npm's bin symlink), not when imported by a test.
+const invokedPath = process.argv[1] ? (await import("node:fs")).realpathSync(process.argv[1]) : "";
+if (invokedPath === (await import("node:url")).fileURLToPath(import.meta.url)) {
+  process.exitCode = await main(process.argv.slice(2));
+}

@@ -1,0 +1,161 @@
+// The CLI against a stub admin API (node:http): how each answer is shown, and the exit codes.
+// The real runtime is exercised by test/e2e/cli.test.mjs.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { createServer } from "node:http";
+import { fileURLToPath } from "node:url";
+import { after, before, describe, it } from "node:test";
+import { main } from "../../src/cli/webhook-inbox.mjs";
+
+const CLI = fileURLToPath(new URL("../../src/cli/webhook-inbox.mjs", import.meta.url));
+
+/** @type {{ method: string, url: string, authorization: string | undefined, body: string }[]} */
+const requests = [];
+/** What the stub answers next: [status, body text]. */
+let answer = [200, "{}"];
+const server = createServer((request, response) => {
+  let body = "";
+  request.on("data", (chunk) => (body += chunk));
+  request.on("end", () => {
+    requests.push({ method: request.method ?? "", url: request.url ?? "", authorization: request.headers.authorization, body });
+    const [status, text] = typeof answer === "function" ? answer(request) : answer;
+    response.writeHead(status, { "content-type": "application/json" }).end(text);
+  });
+});
+let url = "";
+before(() => new Promise((resolve) => server.listen(0, "127.0.0.1", () => ((url = `http://127.0.0.1:${server.address().port}`), resolve()))));
+after(() => new Promise((resolve) => server.close(resolve)));
+
+/** Runs the CLI in-process against the stub. */
+async function run(args, env = {}) {
+  const out = [];
+  const err = [];
+  const code = await main(args, { env: { INBOX_URL: url, INBOX_ADMIN_TOKEN: "stub-token", ...env }, out: (line) => out.push(line), err: (line) => err.push(line) });
+  return { code, stdout: out.join("\n"), stderr: err.join("\n") };
+}
+
+const STATS = {
+  counts: { received: 2, processing: 1, done: 40, failed: 3 },
+  unhandled: 5,
+  oldestWaitingSeconds: 125,
+  bySource: { stripe: { received: 2, processing: 1, done: 30, failed: 3 }, github: { received: 0, processing: 0, done: 10, failed: 0 } },
+};
+
+describe("webhook-inbox (against a stub API)", () => {
+  it("sends the token as a bearer to <url>/admin/stats and prints the counts as tables", async () => {
+    answer = [200, JSON.stringify(STATS)];
+    const result = await run(["status"]);
+    assert.equal(result.code, 0);
+    assert.equal(requests.at(-1)?.url, "/admin/stats");
+    assert.equal(requests.at(-1)?.authorization, "Bearer stub-token");
+    assert.match(result.stdout, /^done\s+40 \(5 unhandled\)$/m);
+    assert.match(result.stdout, /^oldest waiting: 2 min 5 s$/m);
+    assert.match(result.stdout, /^github\s+0\s+0\s+10\s+0\nstripe\s+2\s+1\s+30\s+3$/m);
+  });
+
+  it("prints the API's JSON unchanged with --json", async () => {
+    answer = [200, JSON.stringify(STATS)];
+    const result = await run(["status", "--json"]);
+    assert.deepEqual(JSON.parse(result.stdout), STATS);
+  });
+
+  it("prefers --url and --token over the environment", async () => {
+    answer = [200, JSON.stringify(STATS)];
+    const result = await run(["status", "--url", `${url}/`, "--token", "flag-token"], { INBOX_URL: "http://127.0.0.1:9", INBOX_ADMIN_TOKEN: "env-token" });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(requests.at(-1)?.authorization, "Bearer flag-token");
+  });
+
+  it("passes list filters as query parameters and prints the next page's command", async () => {
+    answer = [200, JSON.stringify({ deliveries: [{ source: "stripe", id: "evt_1", eventType: "x", status: "failed", attempts: 2, error: "boom\nline two", handled: null, receivedAt: "t", updatedAt: "t" }], nextCursor: "abc" })];
+    const result = await run(["list", "--status", "failed", "--source", "stripe", "--limit", "1"]);
+    assert.equal(requests.at(-1)?.url, "/admin/deliveries?status=failed&source=stripe&limit=1");
+    assert.match(result.stdout, /evt_1\s+x\s+failed\s+2\s+boom line two$/m);
+    assert.match(result.stdout, /more: webhook-inbox list --cursor abc --status failed --source stripe$/);
+  });
+
+  it("escapes source and id in the path of show and replay", async () => {
+    answer = [202, JSON.stringify({ status: "replayed", source: "s", id: "a/b c" })];
+    await run(["replay", "s", "a/b c", "--force"]);
+    assert.equal(requests.at(-1)?.url, "/admin/deliveries/s/a%2Fb%20c/replay?force=true");
+    assert.equal(requests.at(-1)?.method, "POST");
+  });
+
+  it("replays failed deliveries in calls of 100 until none remain", async () => {
+    const remaining = [150, 50, 0];
+    answer = () => [200, JSON.stringify({ replayed: 100 - (remaining.length === 1 ? 50 : 0), remaining: remaining.shift() })];
+    const before = requests.length;
+    const result = await run(["replay", "--failed", "--source", "stripe"]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.deepEqual(requests.slice(before).map((request) => JSON.parse(request.body)), [
+      { status: "failed", source: "stripe", limit: 100 },
+      { status: "failed", source: "stripe", limit: 100 },
+      { status: "failed", source: "stripe", limit: 50 },
+    ]);
+    assert.equal(result.stdout, "replayed 250 failed deliveries of stripe; 0 still failed");
+  });
+
+  it("replays no more than were failed at the start, even if some fail again meanwhile", async () => {
+    answer = [200, JSON.stringify({ replayed: 2, remaining: 1 })];
+    const before = requests.length;
+    const result = await run(["replay", "--failed"]);
+    // Budget 3: 2 in the first call, at most 1 in the second, then stop.
+    assert.deepEqual(requests.slice(before).map((request) => JSON.parse(request.body).limit), [100, 1]);
+    assert.equal(result.code, 0);
+  });
+
+  for (const [status, body, expected] of [
+    [401, { error: "unauthorized", message: "x" }, /^webhook-inbox: the admin token was refused by .* \(401\): check INBOX_ADMIN_TOKEN or --token$/],
+    [503, { error: "admin_disabled", message: "x" }, /^webhook-inbox: the admin API of .* is disabled \(503\): set the ADMIN_TOKEN secret on the worker$/],
+    [404, { error: "not_found", message: "no delivery s/i" }, /^webhook-inbox: no delivery s\/i \(404 not_found\)$/],
+    [400, { error: "bad_request", message: "limit: too big" }, /^webhook-inbox: limit: too big \(400 bad_request\)$/],
+  ]) {
+    it(`exits 1 with one line on stderr for a ${status} ${body.error}`, async () => {
+      answer = [status, JSON.stringify(body)];
+      const result = await run(["show", "s", "i"]);
+      assert.equal(result.code, 1);
+      assert.equal(result.stdout, "");
+      assert.match(result.stderr, expected);
+    });
+  }
+
+  it("exits 1 when the URL answers something that is not the inbox", async () => {
+    answer = [200, "<html>hello</html>"];
+    const result = await run(["status"]);
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /^webhook-inbox: unexpected answer from .*: HTTP 200, not JSON/);
+  });
+
+  for (const [args, env, expected] of [
+    [[], {}, /no command given/],
+    [["frob"], {}, /unknown command "frob"/],
+    [["status"], { INBOX_ADMIN_TOKEN: "" }, /no admin token: set INBOX_ADMIN_TOKEN or pass --token/],
+    [["show", "stripe"], {}, /expected: webhook-inbox show <source> <id>/],
+    [["list", "--status", "lost"], {}, /--status must be one of received, processing, done, failed/],
+    [["list", "--bogus"], {}, /Unknown option '--bogus'/],
+    [["status", "--url", "localhost:8787"], {}, /not an http\(s\) URL: localhost:8787/],
+  ]) {
+    it(`exits 2 for bad usage: ${JSON.stringify(args)}`, async () => {
+      const before = requests.length;
+      const result = await run(args, env);
+      assert.equal(result.code, 2);
+      assert.match(result.stderr, expected);
+      assert.equal(result.stderr.split("\n").length, 1);
+      assert.equal(requests.length, before, "nothing was sent");
+    });
+  }
+
+  it("prints help and exits 0 for --help, with no token needed", async () => {
+    const result = await run(["--help"], { INBOX_ADMIN_TOKEN: "" });
+    assert.equal(result.code, 0);
+    assert.match(result.stdout, /^Usage: webhook-inbox <command>/);
+  });
+
+  it("sets the process exit code when run as a program", async () => {
+    answer = [401, JSON.stringify({ error: "unauthorized", message: "x" })];
+    const code = await new Promise((resolve) =>
+      execFile(process.execPath, [CLI, "status"], { env: { ...process.env, INBOX_URL: url, INBOX_ADMIN_TOKEN: "wrong" } }, (error) => resolve(error?.code ?? 0)),
+    );
+    assert.equal(code, 1);
+  });
+});
