@@ -49,8 +49,9 @@ export function freePort() {
  * `kill()` SIGKILLs its process group (state survives); `start()` again restarts on the same state.
  */
 export class LocalInbox {
-  /** @param {{ vars?: Record<string, string>, log?: boolean }} [options] */
+  /** @param {{ vars?: Record<string, string>, log?: boolean, config?: string }} [options] */
   constructor(options = {}) {
+    this.config = options.config;
     this.stateDir = mkdtempSync(join(tmpdir(), "webhook-inbox-e2e-"));
     this.vars = { ...SECRETS, SWEEP_INTERVAL_SECONDS: "20", ...options.vars };
     this.log = options.log ?? Boolean(process.env.E2E_LOG);
@@ -63,7 +64,7 @@ export class LocalInbox {
   }
 
   async start() {
-    if (!this.migrated) {
+    if (!this.migrated && !this.config) {
       await run(["d1", "migrations", "apply", "webhook-inbox", "--local", "--persist-to", this.stateDir], {
         cwd: ROOT,
         env: { ...process.env, CI: "true" },
@@ -74,6 +75,7 @@ export class LocalInbox {
     const inspectorPort = await freePort();
     const args = ["dev", "--port", String(this.port), "--ip", "127.0.0.1", "--inspector-port", String(inspectorPort)];
     args.push("--persist-to", this.stateDir, "--show-interactive-dev-session=false", "--log-level", "warn");
+    if (this.config) args.push("--config", this.config);
     // Our own env file, so a developer's .dev.vars never leaks into the runtime under test.
     const envFile = join(this.stateDir, "e2e.env");
     writeFileSync(envFile, Object.entries(this.vars).map(([name, value]) => `${name}=${value}`).join("\n"));

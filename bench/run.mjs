@@ -1,0 +1,163 @@
+#!/usr/bin/env node
+/**
+ * `npm run bench`: throughput of the inbox against a no-op worker in the same local runtime,
+ * measured in one run, side by side, with load from autocannon. Not a test: it asserts nothing
+ * about time; it prints ratios and writes bench/results.json.
+ *
+ * - baseline: bench/noop (reads the body, answers 200), 16 connections
+ * - ingest: Stripe-signed deliveries, unique ids with 10% repeats, 16 connections, while the
+ *   queue consumer processes them as it would in production
+ * - end to end: N deliveries from the first send until all are `done`
+ */
+import autocannon from "autocannon";
+import { createHmac } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { LocalInbox, ROOT, sleep } from "../test/e2e/harness.mjs";
+
+const CONNECTIONS = 16;
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const END_TO_END_DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 2_000);
+const STRIPE_SECRET = "whsec_bench_secret";
+
+/** A Stripe `payment_intent.succeeded` delivery, signed as stripe-node does (t.body, HMAC-SHA256 hex). */
+function signedPayment(id) {
+  const body = JSON.stringify({
+    id,
+    object: "event",
+    type: "payment_intent.succeeded",
+    created: Math.floor(Date.now() / 1000),
+    data: { object: { id: `pi_${id}`, object: "payment_intent", amount: 1999, currency: "usd", customer: "cus_bench" } },
+  });
+  const t = Math.floor(Date.now() / 1000);
+  const signature = createHmac("sha256", STRIPE_SECRET).update(`${t}.${body}`).digest("hex");
+  return { body, headers: { "content-type": "application/json", "stripe-signature": `t=${t},v1=${signature}` } };
+}
+
+/** Fresh ids, with every 10th request repeating a recent one (a provider's retry). */
+function deliveryStream(prefix) {
+  let sent = 0;
+  return () => {
+    sent++;
+    const id = sent % 10 === 0 ? `${prefix}_${Math.max(1, sent - 5)}` : `${prefix}_${sent}`;
+    return signedPayment(id);
+  };
+}
+
+function load(options) {
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(options, (error, result) => (error ? reject(error) : resolve(result)));
+    autocannon.track?.(instance, { renderProgressBar: false, renderResultsTable: false, renderLatencyTable: false });
+  });
+}
+
+function summarize(result) {
+  return {
+    requestsPerSecond: Math.round(result.requests.average),
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
+async function baseline() {
+  const noop = new LocalInbox({ config: join(ROOT, "bench", "noop", "wrangler.toml") });
+  try {
+    await noop.start();
+    const { body, headers } = signedPayment("evt_warmup");
+    const options = { url: `${noop.url}/webhooks/stripe`, method: "POST", body, headers, connections: CONNECTIONS };
+    await load({ ...options, duration: 2 });
+    return summarize(await load({ ...options, duration: SECONDS }));
+  } finally {
+    await noop.stop();
+  }
+}
+
+async function ingest() {
+  const inbox = new LocalInbox({ vars: { STRIPE_WEBHOOK_SECRET: STRIPE_SECRET } });
+  try {
+    await inbox.start();
+    const warm = deliveryStream("evt_warm");
+    await load({
+      url: `${inbox.url}/webhooks/stripe`,
+      method: "POST",
+      connections: CONNECTIONS,
+      duration: 2,
+      requests: [{ setupRequest: (request) => ({ ...request, ...warm() }) }],
+    });
+    const next = deliveryStream("evt_ingest");
+    const result = summarize(
+      await load({
+        url: `${inbox.url}/webhooks/stripe`,
+        method: "POST",
+        connections: CONNECTIONS,
+        duration: SECONDS,
+        requests: [{ setupRequest: (request) => ({ ...request, ...next() }) }],
+      }),
+    );
+    return result;
+  } finally {
+    await inbox.stop();
+  }
+}
+
+async function endToEnd() {
+  const inbox = new LocalInbox({ vars: { STRIPE_WEBHOOK_SECRET: STRIPE_SECRET } });
+  try {
+    await inbox.start();
+    const ids = Array.from({ length: END_TO_END_DELIVERIES }, (_, index) => `evt_e2e_${index}`);
+    let index = 0;
+    const started = Date.now();
+    const sent = await load({
+      url: `${inbox.url}/webhooks/stripe`,
+      method: "POST",
+      connections: CONNECTIONS,
+      amount: ids.length,
+      requests: [{ setupRequest: (request) => ({ ...request, ...signedPayment(ids[index++ % ids.length]) }) }],
+    });
+    const answeredMs = Date.now() - started;
+    let done = 0;
+    while (Date.now() - started < 600_000) {
+      const stats = await inbox.admin("/admin/stats");
+      done = stats.json?.counts?.done ?? 0;
+      if (done >= ids.length) break;
+      await sleep(100);
+    }
+    const allDoneMs = Date.now() - started;
+    return {
+      deliveries: ids.length,
+      done,
+      non2xx: sent.non2xx,
+      answeredSeconds: answeredMs / 1000,
+      allDoneSeconds: allDoneMs / 1000,
+      deliveriesPerSecond: Math.round((done / allDoneMs) * 1000),
+    };
+  } finally {
+    await inbox.stop();
+  }
+}
+
+const round = (value) => Math.round(value * 100) / 100;
+
+const base = await baseline();
+const ours = await ingest();
+const e2e = await endToEnd();
+const ratios = {
+  ingestVsBaseline: round(ours.requestsPerSecond / base.requestsPerSecond),
+  endToEndVsBaseline: round(e2e.deliveriesPerSecond / base.requestsPerSecond),
+  p99VsBaselineP99: round(ours.p99Ms / Math.max(1, base.p99Ms)),
+};
+const results = { measuredAt: new Date().toISOString(), connections: CONNECTIONS, seconds: SECONDS, baseline: base, ingest: ours, endToEnd: e2e, ratios };
+writeFileSync(join(ROOT, "bench", "results.json"), `${JSON.stringify(results, null, 2)}\n`);
+
+console.log("\nwebhook-inbox benchmark (local runtime, one run, 16 connections)\n");
+console.table({
+  "baseline (no-op worker)": { "req/s": base.requestsPerSecond, "p50 ms": base.p50Ms, "p99 ms": base.p99Ms, non2xx: base.non2xx },
+  "ingest (verify + D1 + queue)": { "req/s": ours.requestsPerSecond, "p50 ms": ours.p50Ms, "p99 ms": ours.p99Ms, non2xx: ours.non2xx },
+  "end to end (until done)": { "req/s": e2e.deliveriesPerSecond, "p50 ms": "", "p99 ms": "", non2xx: e2e.non2xx },
+});
+console.log(
+  `ingest ÷ baseline = ${ratios.ingestVsBaseline}   end to end ÷ baseline = ${ratios.endToEndVsBaseline}   p99 ÷ baseline p99 = ${ratios.p99VsBaselineP99}`,
+);
+console.log("written: bench/results.json");
