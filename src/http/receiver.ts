@@ -8,7 +8,7 @@
  */
 import { Hono } from "hono";
 import { secretsFor } from "../config";
-import { enqueueDelivery } from "../processing/enqueue";
+import { enqueueSoon } from "../processing/enqueue";
 import { ensureSweepHeartbeat } from "../processing/sweeper";
 import { MisconfiguredSecretError, type SignedRequest } from "../providers/types";
 import { findSource } from "../sources";
@@ -73,7 +73,7 @@ receiver.all("/webhooks/:source", async (c) => {
 
   // Only a new row is enqueued. A failed send still answers 200: the row is saved, and the
   // sweeper re-enqueues `received` rows that nobody picked up.
-  if (outcome === "stored") c.executionCtx.waitUntil(enqueueDelivery(c.env, { source: sourceName, id }));
+  if (outcome === "stored") enqueueSoon(c.env, c.executionCtx, { source: sourceName, id });
   c.executionCtx.waitUntil(ensureSweepHeartbeat(c.env));
   return c.json({ status: outcome, source: sourceName, id });
 });

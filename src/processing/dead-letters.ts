@@ -2,7 +2,8 @@
  * The dead-letter queue's consumer (`webhook-deliveries-dlq`): records what landed there.
  *
  * Two kinds of message arrive. Our own, sent by the consumer after it marked a delivery
- * `failed`: recording is a log line (for alerting) over a row that already says failed. And the
+ * `failed`: recording is a log line (for alerting); the row already says failed, and writing it
+ * again could undo a replay made since. And the
  * queue's, when a message exhausted the consumer queue's max_retries (e.g. D1 kept failing):
  * those deliveries are marked `failed` here, so the admin API shows them and they can be replayed.
  */
@@ -19,10 +20,14 @@ export async function recordDeadLetters(batch: MessageBatch<unknown>, env: Env):
       message.ack();
       continue;
     }
-    const error =
-      "error" in body && typeof body.error === "string"
-        ? body.error
-        : "dead-lettered by the queue: processing kept failing before a result could be recorded";
+    if ("error" in body && typeof body.error === "string") {
+      // Ours: the consumer recorded the failure before sending this. Only log it: writing again
+      // could undo a replay that happened since (the row is the record, not this message).
+      console.warn(`dead letter: ${body.source}/${body.id}: ${body.error}`);
+      message.ack();
+      continue;
+    }
+    const error = `dead-lettered by the queue after ${message.attempts} attempts: processing kept failing before a result could be recorded`;
     try {
       if (await markFailed(env.DB, body, null, error, Date.now())) {
         // The lease object may still hold a lease whose alarm would requeue the delivery.

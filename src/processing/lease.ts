@@ -49,12 +49,30 @@ export class DeliveryLease extends DurableObject<Env> {
    * D1 row judges, so a hint can never strand a delivery that was replayed.
    */
   #settledAtMs: number | null = null;
+  /**
+   * The stored state as last read or written by this instance (undefined: not read yet). All
+   * access goes through this object, so the copy cannot go stale while the instance lives; it
+   * saves a storage read on every call after the first.
+   */
+  #state: LeaseState | null | undefined;
+  /** Calls run one after another: a claim decides from state that no other call may change meanwhile. */
+  #queue: Promise<unknown> = Promise.resolve();
+
+  #serially<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.#queue.then(work);
+    this.#queue = result.catch(() => {});
+    return result;
+  }
 
   /** Claims the delivery for one attempt. */
-  async claim(ref: DeliveryRef): Promise<ClaimResult> {
+  claim(ref: DeliveryRef): Promise<ClaimResult> {
+    return this.#serially(() => this.#claim(ref));
+  }
+
+  async #claim(ref: DeliveryRef): Promise<ClaimResult> {
     const config = loadConfig(this.env);
     const now = Date.now();
-    const state = (await this.ctx.storage.get<LeaseState>(STATE_KEY)) ?? null;
+    const state = await this.#load();
     if (!state && this.#settledAtMs !== null && now - this.#settledAtMs < config.leaseSeconds * 1000) return { kind: "settled" };
     if (state?.heldUntilMs != null && !state.abandoned && now < state.heldUntilMs) {
       return { kind: "busy", leasedUntilMs: state.heldUntilMs };
@@ -80,25 +98,37 @@ export class DeliveryLease extends DurableObject<Env> {
    * `retryAtMs` + one lease: if the queued retry is lost (local queues live in memory), the
    * alarm puts the delivery back on the queue. False for a stale token.
    */
-  async release(token: number, retryAtMs: number): Promise<boolean> {
-    const state = await this.ctx.storage.get<LeaseState>(STATE_KEY);
+  release(token: number, retryAtMs: number): Promise<boolean> {
+    return this.#serially(() => this.#release(token, retryAtMs));
+  }
+
+  async #release(token: number, retryAtMs: number): Promise<boolean> {
+    const state = await this.#load();
     if (!state || state.token !== token) return false;
     const leaseMs = loadConfig(this.env).leaseSeconds * 1000;
-    await this.ctx.storage.put<LeaseState>(STATE_KEY, { ...state, heldUntilMs: null, abandoned: false });
+    await this.#put({ ...state, heldUntilMs: null, abandoned: false });
     await this.ctx.storage.setAlarm(retryAtMs + leaseMs);
     return true;
   }
 
   /** The delivery is done or failed: forget it (storage and alarm). False for a stale token. */
-  async settle(token: number): Promise<boolean> {
-    const state = await this.ctx.storage.get<LeaseState>(STATE_KEY);
+  settle(token: number): Promise<boolean> {
+    return this.#serially(() => this.#settle(token));
+  }
+
+  async #settle(token: number): Promise<boolean> {
+    const state = await this.#load();
     if (state && state.token !== token) return false;
     await this.#forget();
     return true;
   }
 
   /** Admin replay: start over with attempts at zero. */
-  async reset(): Promise<void> {
+  reset(): Promise<void> {
+    return this.#serially(() => this.#reset());
+  }
+
+  async #reset(): Promise<void> {
     await this.#forget();
     this.#settledAtMs = null;
   }
@@ -107,25 +137,38 @@ export class DeliveryLease extends DurableObject<Env> {
    * The lease ran out (or a released delivery's retry never came). Either way nobody is working
    * on it: put it back on the queue and check again one lease later, until it is settled.
    */
-  override async alarm(): Promise<void> {
-    const state = await this.ctx.storage.get<LeaseState>(STATE_KEY);
+  override alarm(): Promise<void> {
+    return this.#serially(() => this.#alarm());
+  }
+
+  async #alarm(): Promise<void> {
+    const state = await this.#load();
     if (!state) return;
-    if (state.heldUntilMs !== null) {
-      await this.ctx.storage.put<LeaseState>(STATE_KEY, { ...state, abandoned: true });
-    }
+    if (state.heldUntilMs !== null) await this.#put({ ...state, abandoned: true });
     // At-least-once: a duplicate message is harmless, the next claim sorts it out.
     await this.env.DELIVERIES.send(state.ref, { contentType: "json" });
     // +1 ms floor: workerd drops setAlarm(now) from inside alarm() (workerd#6866).
     await this.ctx.storage.setAlarm(Date.now() + Math.max(1, loadConfig(this.env).leaseSeconds * 1000));
   }
 
-  async #save(state: LeaseState): Promise<void> {
+  async #load(): Promise<LeaseState | null> {
+    if (this.#state === undefined) this.#state = (await this.ctx.storage.get<LeaseState>(STATE_KEY)) ?? null;
+    return this.#state;
+  }
+
+  async #put(state: LeaseState): Promise<void> {
+    this.#state = state;
     await this.ctx.storage.put<LeaseState>(STATE_KEY, state);
+  }
+
+  async #save(state: LeaseState): Promise<void> {
+    await this.#put(state);
     await this.ctx.storage.setAlarm(state.heldUntilMs!);
   }
 
   async #forget(): Promise<void> {
     this.#settledAtMs = Date.now();
+    this.#state = null;
     // Removes the alarm too: compatibility_date ≥ 2026-02-24 (wrangler.toml).
     await this.ctx.storage.deleteAll();
   }

@@ -18,17 +18,12 @@ export interface ClaimedDelivery {
 export const LEASE_LOST = "lease_lost";
 
 /**
- * Marks a delivery `processing` under `token` and returns it, in one statement. Null when it is
- * no longer claimable: already done or failed, deleted, or a newer token already claimed it.
+ * Marks a delivery `processing` under `token` and returns it, in one statement (see
+ * `claimedDelivery`). Its result has no row when the delivery is no longer claimable: already
+ * done or failed, deleted, or a newer token already claimed it.
  */
-export async function markProcessing(
-  db: D1Database,
-  ref: DeliveryRef,
-  token: number,
-  attempt: number,
-  nowMs: number,
-): Promise<ClaimedDelivery | null> {
-  const row = await db
+export function markProcessing(db: D1Database, ref: DeliveryRef, token: number, attempt: number, nowMs: number): D1PreparedStatement {
+  return db
     .prepare(
       `UPDATE deliveries
           SET status = 'processing', attempts = ?3, lease_token = ?4, updated_at = ?5
@@ -37,8 +32,12 @@ export async function markProcessing(
           AND coalesce(lease_token, 0) < ?4
         RETURNING event_type, body`,
     )
-    .bind(ref.source, ref.id, attempt, token, isoTime(nowMs))
-    .first<{ event_type: string | null; body: ArrayBuffer | number[] | null }>();
+    .bind(ref.source, ref.id, attempt, token, isoTime(nowMs));
+}
+
+/** The delivery a `markProcessing` result returned, or null when it was not claimable. */
+export function claimedDelivery(result: D1Result): ClaimedDelivery | null {
+  const row = result.results[0] as { event_type: string | null; body: ArrayBuffer | number[] | null } | undefined;
   if (!row) return null;
   const body = row.body instanceof ArrayBuffer ? new Uint8Array(row.body) : Uint8Array.from(row.body ?? []);
   return { eventType: row.event_type, body };

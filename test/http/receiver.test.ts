@@ -49,6 +49,27 @@ describe("POST /webhooks/:source", () => {
     expect(count?.n).toBe(1);
   });
 
+  it("enqueues each new delivery once, sharing queue operations between concurrent requests", async () => {
+    const operations: unknown[][] = [];
+    const producer = {
+      async send(body: unknown) {
+        operations.push([body]);
+      },
+      async sendBatch(messages: Iterable<MessageSendRequest>) {
+        operations.push([...messages].map((message) => message.body));
+      },
+    };
+    const requests = Array.from({ length: 10 }, (_, index) => standardRequest("{}", { id: `msg_burst_${index}` }));
+    requests.push(standardRequest("{}", { id: "msg_burst_0" })); // a duplicate is not enqueued again
+    const contexts = requests.map(() => createExecutionContext());
+    const responses = await Promise.all(requests.map((request, index) => app.fetch(request, { ...env, DELIVERIES: producer } as unknown as Env, contexts[index])));
+    await Promise.all(contexts.map((ctx) => waitOnExecutionContext(ctx)));
+    expect(responses.every((response) => response.status === 200)).toBe(true);
+    const sent = operations.flat() as { id: string }[];
+    expect(sent.map((ref) => ref.id).sort()).toEqual(Array.from({ length: 10 }, (_, index) => `msg_burst_${index}`).sort());
+    expect(operations.length).toBeLessThan(10);
+  });
+
   it("stores multi-byte UTF-8 and a byte-order mark byte for byte", async () => {
     const body = '\uFEFF{"name":"Zoë 東京 🚀","note":"naïve café"}';
     const result = await send(standardRequest(body, { id: "msg_utf8" }));

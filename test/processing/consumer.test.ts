@@ -162,6 +162,26 @@ describe("the consumer", () => {
     expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE note = 'mixed'")).toBe(3);
   });
 
+  it("commits the others of a batch when one delivery's effect breaks the shared commit", async () => {
+    const refs = ["ok-1", "clash", "ok-2"].map((id) => ({ source: "commit", id }));
+    for (const ref of refs) await storeDelivery(ref);
+    await env.DB.prepare("INSERT INTO keyed_effects (delivery_id, note) VALUES ('taken', 'x')").run();
+    const handlers = defineHandlers({
+      commit: {
+        "*": (_event, ctx) => [
+          // The "clash" delivery inserts a key that already exists: its commit must fail, alone.
+          ctx.env.DB.prepare("INSERT INTO keyed_effects (delivery_id, note) VALUES (?, 'commit')").bind(ctx.deliveryId === "clash" ? "taken" : ctx.deliveryId),
+        ],
+      },
+    });
+    const { outcomes } = await consume(refs, handlers);
+    expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done", "handler_error", "done"]);
+    expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE note = 'commit'")).toBe(2);
+    const clash = await deliveryRow("commit", "clash");
+    expect(clash).toMatchObject({ status: "received", attempts: 1 });
+    expect(clash!.error).toMatch(/UNIQUE constraint failed/);
+  });
+
   it("retries the message, acking nothing, when D1 fails under it", async () => {
     const ref = { source: "orders", id: "d-infra" };
     await storeDelivery(ref);

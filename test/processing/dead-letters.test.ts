@@ -25,12 +25,12 @@ describe("the dead-letter recorder", () => {
     expect(await runDurableObjectAlarm(leaseFor(env, ref))).toBe(false);
   });
 
-  it("leaves a delivery the consumer already failed as it was", async () => {
-    const ref = { source: "dlq", id: "already-failed" };
-    await storeDelivery(ref);
-    await env.DB.prepare("UPDATE deliveries SET status = 'failed', error = 'PermanentError: bad' WHERE id = ?").bind(ref.id).run();
-    await deliverDeadLetters([{ ...ref, error: "PermanentError: bad" }]);
-    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "failed", error: "PermanentError: bad" });
+  it("only logs its own dead letters, so a replay made since is not undone", async () => {
+    const ref = { source: "dlq", id: "replayed-meanwhile" };
+    await storeDelivery(ref); // failed, then replayed: `received` again by the time its dead letter lands
+    const result = await deliverDeadLetters([{ ...ref, error: "PermanentError: bad" }]);
+    expect(result.explicitAcks).toEqual(["dl-0"]);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "received", error: null });
   });
 
   it("never turns a done delivery into a failed one", async () => {

@@ -1,0 +1,99 @@
+/**
+ * One delivery's attempt, between its claim and its commit: run the user's handler, and decide
+ * what a failure means (the retry policy). The consumer (consumer.ts) batches the round trips
+ * around this; everything here is about a single delivery.
+ */
+import type { InboxConfig } from "../config";
+import { markFailed, markRetrying, type ClaimedDelivery } from "../store/lifecycle";
+import { describeError, PermanentError } from "./errors";
+import { findHandler, parseEvent, type HandlerContext, type HandlerRegistry } from "./handlers";
+import type { DeliveryLease } from "./lease";
+import { leaseName, type DeadLetter, type DeliveryRef } from "./messages";
+import { createOrderGuard, STALE_VERSION } from "./order-guard";
+
+/** What became of one message; `reason` is for logs and tests. */
+export type Outcome =
+  | { readonly action: "ack"; readonly reason: "done" | "unhandled" | "failed" | "busy" | "settled" | "lease_lost" | "exhausted" | "malformed" }
+  | { readonly action: "retry"; readonly reason: "handler_error" | "infrastructure"; readonly delaySeconds: number };
+
+/** A claimed delivery whose handler ran: what to commit with its done mark. */
+export interface HandledDelivery {
+  readonly handled: boolean;
+  readonly effects: readonly D1PreparedStatement[];
+}
+
+/** Runs the matching handler (if any) and collects its effects. Throws what the handler throws. */
+export async function runHandler(
+  env: Env,
+  handlers: HandlerRegistry,
+  ref: DeliveryRef,
+  delivery: ClaimedDelivery,
+  attempt: number,
+): Promise<HandledDelivery> {
+  const handler = findHandler(handlers, ref.source, delivery.eventType);
+  if (!handler) return { handled: false, effects: [] };
+  const effects: D1PreparedStatement[] = [];
+  const ctx: HandlerContext = {
+    deliveryId: ref.id,
+    source: ref.source,
+    eventType: delivery.eventType,
+    attempt,
+    env,
+    idempotencyKey: await idempotencyKey(ref),
+    rawBody: delivery.body,
+    effect: (...statements) => void effects.push(...statements),
+    order: createOrderGuard(env.DB, ref, (statement) => void effects.push(statement)),
+  };
+  const returned = await handler(parseEvent(delivery.body), ctx);
+  if (returned) effects.push(...returned);
+  return { handled: true, effects };
+}
+
+/**
+ * The retry policy for an attempt that threw: `PermanentError` or the last attempt → failed and
+ * dead-lettered; anything else → back to `received` and retried after
+ * RETRY_BASE_SECONDS · 2^(attempt−1). Every write is fenced by the lease token.
+ */
+export async function handleFailure(
+  error: unknown,
+  env: Env,
+  config: InboxConfig,
+  ref: DeliveryRef,
+  lease: DurableObjectStub<DeliveryLease>,
+  token: number,
+  attempt: number,
+): Promise<Outcome> {
+  const message =
+    error instanceof Error && error.message.includes(STALE_VERSION)
+      ? "a newer event for the same entity was applied meanwhile; retrying to re-check the order guard"
+      : describeError(error);
+  if (error instanceof PermanentError || attempt >= config.maxAttempts) {
+    const reason = error instanceof PermanentError ? message : `${message} (gave up after ${attempt} attempts)`;
+    if (!(await failDelivery(env, ref, token, reason))) return { action: "ack", reason: "lease_lost" };
+    await lease.settle(token);
+    return { action: "ack", reason: "failed" };
+  }
+  const delaySeconds = config.retryBaseSeconds * 2 ** (attempt - 1);
+  if (!(await markRetrying(env.DB, ref, token, message, Date.now()))) return { action: "ack", reason: "lease_lost" };
+  await lease.release(token, Date.now() + delaySeconds * 1000);
+  return { action: "retry", reason: "handler_error", delaySeconds };
+}
+
+/**
+ * Records a delivery as failed, then dead-letters it. False when the fence refused (another
+ * worker owns it). The D1 row is the record; a failed dead-letter send is only logged.
+ */
+export async function failDelivery(env: Env, ref: DeliveryRef, token: number | null, error: string): Promise<boolean> {
+  if (!(await markFailed(env.DB, ref, token, error, Date.now()))) return false;
+  const deadLetter: DeadLetter = { source: ref.source, id: ref.id, error };
+  await env.DEAD_LETTERS.send(deadLetter, { contentType: "json" }).catch((sendError: unknown) => {
+    console.error(`dead-letter send failed for ${ref.source}/${ref.id} (it is failed in D1):`, describeError(sendError));
+  });
+  return true;
+}
+
+/** A stable key for downstream APIs: the same for every attempt and replay of a delivery. */
+export async function idempotencyKey(ref: DeliveryRef): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(leaseName(ref)));
+  return `whi_${[...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("")}`;
+}
