@@ -10,10 +10,16 @@
  * - end to end: N deliveries from the first send until all are `done`
  */
 import autocannon from "autocannon";
+import { execFileSync } from "node:child_process";
 import { createHmac } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { LocalInbox, ROOT, sleep } from "../test/e2e/harness.mjs";
+
+// The runtimes' state is thrown away after the run. Keep it in RAM (/dev/shm) unless told
+// otherwise: on this kind of VM every new Durable Object's SQLite file costs several fsyncs,
+// which then dominate the figures (set BENCH_STATE_DIR=/tmp to measure with them).
+process.env.TMPDIR = process.env.BENCH_STATE_DIR ?? (existsSync("/dev/shm") ? "/dev/shm" : process.env.TMPDIR);
+const { LocalInbox, ROOT, sleep } = await import("../test/e2e/harness.mjs");
 
 const CONNECTIONS = 16;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -140,6 +146,42 @@ async function endToEnd() {
 
 const round = (value) => Math.round(value * 100) / 100;
 
+/** Counts one delivery's billable operations with bench/meter.spec.ts (run in workerd by vitest). */
+function meterOperations() {
+  const output = execFileSync(process.execPath, [join(ROOT, "node_modules", "vitest", "vitest.mjs"), "run", "--config", "test/vitest.config.ts"], {
+    cwd: ROOT,
+    env: { ...process.env, BENCH_METER: "1" },
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const line = output.split("\n").find((text) => text.includes("METER {"));
+  if (!line) throw new Error(`the operation counter printed no METER line:\n${output.slice(-2_000)}`);
+  return JSON.parse(line.slice(line.indexOf("{")));
+}
+
+/**
+ * Cloudflare list prices (Workers Paid, USD), per million: Workers requests $0.30; D1 rows read
+ * $0.001 and written $1.00; Durable Object requests $0.15 (an RPC call or an alarm each) and
+ * SQLite storage rows written $1.00; Queues $0.40 per million operations, three per message
+ * (write, read, delete). Included free allowances, CPU time and DO duration are left out.
+ */
+function costPerMillion(meter) {
+  const perDelivery = (value) => value / meter.deliveries;
+  const usage = {
+    workerRequests: perDelivery(meter.requests + meter.consumerBatches),
+    d1RowsRead: perDelivery(meter.total.d1RowsRead),
+    d1RowsWritten: perDelivery(meter.total.d1RowsWritten),
+    durableObjectRequests: perDelivery(meter.total.durableObjectRequests),
+    durableObjectRowsWritten: meter.leaseStorageWritesPerDelivery,
+    queueOperations: perDelivery(meter.total.queueMessages) * 3,
+  };
+  const price = { workerRequests: 0.3, d1RowsRead: 0.001, d1RowsWritten: 1, durableObjectRequests: 0.15, durableObjectRowsWritten: 1, queueOperations: 0.4 };
+  const dollars = Object.fromEntries(Object.entries(usage).map(([key, perOne]) => [key, round(perOne * price[key])]));
+  return { perDelivery: Object.fromEntries(Object.entries(usage).map(([key, value]) => [key, round(value)])), dollarsPerMillionDeliveries: dollars, total: round(Object.values(dollars).reduce((a, b) => a + b, 0)) };
+}
+
+const meter = meterOperations();
+const cost = costPerMillion(meter);
 const base = await baseline();
 const ours = await ingest();
 const e2e = await endToEnd();
@@ -148,10 +190,10 @@ const ratios = {
   endToEndVsBaseline: round(e2e.deliveriesPerSecond / base.requestsPerSecond),
   p99VsBaselineP99: round(ours.p99Ms / Math.max(1, base.p99Ms)),
 };
-const results = { measuredAt: new Date().toISOString(), connections: CONNECTIONS, seconds: SECONDS, baseline: base, ingest: ours, endToEnd: e2e, ratios };
+const results = { measuredAt: new Date().toISOString(), stateDir: process.env.TMPDIR, connections: CONNECTIONS, seconds: SECONDS, baseline: base, ingest: ours, endToEnd: e2e, ratios, operations: meter, cost };
 writeFileSync(join(ROOT, "bench", "results.json"), `${JSON.stringify(results, null, 2)}\n`);
 
-console.log("\nwebhook-inbox benchmark (local runtime, one run, 16 connections)\n");
+console.log(`\nwebhook-inbox benchmark (local runtime, one run, ${CONNECTIONS} connections, state in ${process.env.TMPDIR})\n`);
 console.table({
   "baseline (no-op worker)": { "req/s": base.requestsPerSecond, "p50 ms": base.p50Ms, "p99 ms": base.p99Ms, non2xx: base.non2xx },
   "ingest (verify + D1 + queue)": { "req/s": ours.requestsPerSecond, "p50 ms": ours.p50Ms, "p99 ms": ours.p99Ms, non2xx: ours.non2xx },
@@ -160,4 +202,11 @@ console.table({
 console.log(
   `ingest ÷ baseline = ${ratios.ingestVsBaseline}   end to end ÷ baseline = ${ratios.endToEndVsBaseline}   p99 ÷ baseline p99 = ${ratios.p99VsBaselineP99}`,
 );
+console.log(`\nbillable operations per delivery (measured over ${meter.deliveries} deliveries, 10% sent twice) and cost per million deliveries at list prices:`);
+console.table(
+  Object.fromEntries(
+    Object.keys(cost.perDelivery).map((key) => [key, { "per delivery": cost.perDelivery[key], "$ per million deliveries": cost.dollarsPerMillionDeliveries[key] }]),
+  ),
+);
+console.log(`total ≈ $${cost.total} per million deliveries (free allowances, CPU time and Durable Object duration not included)`);
 console.log("written: bench/results.json");

@@ -14,9 +14,10 @@
 import { DurableObject } from "cloudflare:workers";
 import { loadConfig } from "../config";
 import { applyRetention, takeStranded, type RetentionResult } from "../store/sweep";
+import { enqueueDeliveries } from "./enqueue";
 import { describeError } from "./errors";
 
-/** At most this many deliveries re-enqueued per run (sendBatch takes 100 at a time). */
+/** At most this many deliveries re-enqueued per run. */
 export const SWEEP_LIMIT = 500;
 /** At most this many rows deleted (and bodies cleared) per run. */
 export const RETENTION_LIMIT = 1_000;
@@ -43,10 +44,8 @@ export async function sweep(env: Env, nowMs: number): Promise<SweepReport> {
     nowMs,
     SWEEP_LIMIT,
   );
-  for (let start = 0; start < stranded.length; start += 100) {
-    const chunk = stranded.slice(start, start + 100).map((ref) => ({ body: { source: ref.source, id: ref.id }, contentType: "json" as const }));
-    await env.DELIVERIES.sendBatch(chunk);
-  }
+  // A failed send is logged and the rows stay stranded: the next run after SWEEP_AFTER_SECONDS retries them.
+  if (stranded.length > 0) await enqueueDeliveries(env, stranded);
   const retention = await applyRetention(env.DB, nowMs - config.retentionDays * DAY_MS, nowMs - config.bodyRetentionDays * DAY_MS, RETENTION_LIMIT);
   const report = { requeued: stranded.length, ...retention };
   if (report.requeued + report.deleted + report.bodiesCleared > 0) console.log("sweep:", JSON.stringify(report));

@@ -10,7 +10,7 @@
  * 3. Then the delivery is enqueued; the next claim gets a larger fencing token than any before.
  */
 import { leaseFor } from "../../processing/consumer";
-import { enqueueDelivery } from "../../processing/enqueue";
+import { enqueueDeliveries, enqueueDelivery } from "../../processing/enqueue";
 import { describeError } from "../../processing/errors";
 import type { DeliveryRef } from "../../processing/messages";
 import { countFailed, deliveryStatus, resetFailedForReplay, resetForReplay } from "../../store/admin";
@@ -23,8 +23,6 @@ export type ReplayResult =
 
 /** Lease resets in flight at once during a bulk replay: each is one Durable Object call. */
 const RESET_CONCURRENCY = 16;
-/** Queues take at most 100 messages per sendBatch. */
-const SEND_BATCH_SIZE = 100;
 
 /**
  * Replays one delivery: a failed one, or with `force` also a done one.
@@ -55,13 +53,8 @@ export async function replayFailed(env: Env, options: { source?: string | undefi
   for (let start = 0; start < refs.length; start += RESET_CONCURRENCY) {
     await Promise.all(refs.slice(start, start + RESET_CONCURRENCY).map((ref) => resetLease(env, ref)));
   }
-  for (let start = 0; start < refs.length; start += SEND_BATCH_SIZE) {
-    const messages = refs.slice(start, start + SEND_BATCH_SIZE).map(({ source, id }) => ({ body: { source, id }, contentType: "json" as const }));
-    // Like enqueueDelivery: the rows already say `received`, so a lost send is the sweeper's to recover.
-    await env.DELIVERIES.sendBatch(messages).catch((error: unknown) => {
-      console.error("bulk replay: enqueue failed; the sweeper will pick these deliveries up:", describeError(error));
-    });
-  }
+  // The rows already say `received`, so a lost send is the sweeper's to recover (logged, not thrown).
+  if (refs.length > 0) await enqueueDeliveries(env, refs);
   return { replayed: refs.length, remaining: await countFailed(env.DB, options.source) };
 }
 
