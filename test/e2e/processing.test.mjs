@@ -49,6 +49,28 @@ describe("processing, end to end", { timeout: 300_000 }, () => {
     }
   });
 
+  it("records exactly 300 payments for 300 events each sent one to three times at once, broken ones failed", async () => {
+    const copies = (index) => 1 + (index % 3);
+    const events = Array.from({ length: 300 }, (_, index) => stripeDelivery(paymentEvent(`evt_e2e_multi_${index}`, 7)));
+    const broken = Array.from({ length: 3 }, (_, index) => stripeDelivery(paymentEvent(`evt_e2e_multi_broken_${index}`, undefined)));
+    const groups = [...events, ...broken].map((delivery, index) => Array.from({ length: copies(index) }, () => delivery));
+    const results = (await mapLimit(groups, 8, (group) => Promise.all(group.map(send)))).flat();
+    assert.ok(results.every((result) => result.status === 200), "every copy is answered 200");
+    assert.equal(results.filter((result) => result.json.status === "stored").length, 303);
+
+    const settled = await waitFor(async () => {
+      const [row] = await inbox.sql(
+        "SELECT SUM(status = 'done') AS done, SUM(status = 'failed') AS failed FROM deliveries WHERE id LIKE 'evt_e2e_multi_%'",
+      );
+      return row.done === 300 && row.failed === 3 ? row : null;
+    });
+    assert.deepEqual(settled, { done: 300, failed: 3 });
+    const [payments] = await inbox.sql("SELECT COUNT(*) AS n FROM payments WHERE delivery_id LIKE 'evt_e2e_multi_%'");
+    assert.equal(payments.n, 300);
+    const failed = await inbox.sql("SELECT error FROM deliveries WHERE id LIKE 'evt_e2e_multi_broken_%'");
+    assert.ok(failed.every((row) => /data\.object\.amount/.test(row.error)), "the error names the missing amount");
+  });
+
   it("stores 50 parallel copies of one delivery as one row, processed once", async () => {
     const delivery = stripeDelivery(paymentEvent("evt_e2e_fifty", 4242));
     const results = await Promise.all(Array.from({ length: 50 }, () => send(delivery)));
