@@ -37,36 +37,30 @@ export async function githubDelivery(deliveryId, event = "push", payload = { ref
   };
 }
 
-/** A Standard Webhooks delivery signed by the `standardwebhooks` library. */
-export function standardDelivery(id, payload = { type: "invoice.paid" }, secret = SECRETS.STANDARD_WEBHOOK_SECRET) {
+/** A delivery in the Standard Webhooks scheme under `prefix`-* headers, signed by `signer`'s own `sign`. */
+function standardScheme(source, prefix, signer, id, payload) {
   const body = JSON.stringify(payload);
   const at = new Date();
   return {
-    path: "/webhooks/standard",
+    path: `/webhooks/${source}`,
     body,
     headers: {
       "content-type": "application/json",
-      "webhook-id": id,
-      "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
-      "webhook-signature": new StandardWebhook(secret).sign(id, at, body),
+      [`${prefix}-id`]: id,
+      [`${prefix}-timestamp`]: String(Math.floor(at.getTime() / 1000)),
+      [`${prefix}-signature`]: signer.sign(id, at, body),
     },
   };
 }
 
+/** A Standard Webhooks delivery signed by the `standardwebhooks` library. */
+export function standardDelivery(id, payload = { type: "invoice.paid" }, secret = SECRETS.STANDARD_WEBHOOK_SECRET) {
+  return standardScheme("standard", "webhook", new StandardWebhook(secret), id, payload);
+}
+
 /** A Svix delivery signed by the `svix` library. */
 export function svixDelivery(id, payload = { type: "user.created" }, secret = SECRETS.SVIX_WEBHOOK_SECRET) {
-  const body = JSON.stringify(payload);
-  const at = new Date();
-  return {
-    path: "/webhooks/svix",
-    body,
-    headers: {
-      "content-type": "application/json",
-      "svix-id": id,
-      "svix-timestamp": String(Math.floor(at.getTime() / 1000)),
-      "svix-signature": new SvixWebhook(secret).sign(id, at, body),
-    },
-  };
+  return standardScheme("svix", "svix", new SvixWebhook(secret), id, payload);
 }
 
 /** A Shopify delivery, signed with Node's own crypto (Shopify publishes no SDK signer). */
