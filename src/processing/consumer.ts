@@ -35,6 +35,7 @@ export const INFRASTRUCTURE_RETRY_SECONDS = 10;
 
 /** One message on its way through the batch; `outcome` is set once its fate is known. */
 interface Job {
+  readonly index: number;
   readonly message: Message<unknown>;
   readonly ref: DeliveryRef;
   readonly lease: DurableObjectStub<DeliveryLease>;
@@ -58,7 +59,7 @@ export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, 
   const jobs: Job[] = [];
   batch.messages.forEach((message, index) => {
     if (isDeliveryRef(message.body)) {
-      jobs.push({ message, ref: message.body, lease: leaseFor(env, message.body) });
+      jobs.push({ index, message, ref: message.body, lease: leaseFor(env, message.body) });
     } else {
       // Only a bug or a hand-sent message looks like this; there is no delivery to record it on.
       console.error("dropping a malformed queue message:", JSON.stringify(message.body)?.slice(0, 200));
@@ -76,7 +77,7 @@ export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, 
     const outcome = job.outcome!; // every step either decides a job or leaves it to settle(), which decides
     if (outcome.action === "ack") job.message.ack();
     else job.message.retry({ delaySeconds: outcome.delaySeconds });
-    outcomes[batch.messages.indexOf(job.message)] = outcome;
+    outcomes[job.index] = outcome;
   }
   return outcomes;
 }

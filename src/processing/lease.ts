@@ -147,8 +147,7 @@ export class DeliveryLease extends DurableObject<Env> {
     if (state.heldUntilMs !== null) await this.#put({ ...state, abandoned: true });
     // At-least-once: a duplicate message is harmless, the next claim sorts it out.
     await this.env.DELIVERIES.send(state.ref, { contentType: "json" });
-    // +1 ms floor: workerd drops setAlarm(now) from inside alarm() (workerd#6866).
-    await this.ctx.storage.setAlarm(Date.now() + Math.max(1, loadConfig(this.env).leaseSeconds * 1000));
+    await this.ctx.storage.setAlarm(Date.now() + loadConfig(this.env).leaseSeconds * 1000);
   }
 
   async #load(): Promise<LeaseState | null> {
