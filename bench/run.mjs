@@ -80,29 +80,23 @@ async function baseline() {
   }
 }
 
+/** Signed Stripe deliveries from `next()` to the inbox, for `duration` seconds or `amount` requests. */
+function loadDeliveries(inbox, next, limits) {
+  return load({
+    url: `${inbox.url}/webhooks/stripe`,
+    method: "POST",
+    connections: CONNECTIONS,
+    ...limits,
+    requests: [{ setupRequest: (request) => ({ ...request, ...next() }) }],
+  });
+}
+
 async function ingest() {
   const inbox = new LocalInbox({ vars: { STRIPE_WEBHOOK_SECRET: STRIPE_SECRET } });
   try {
     await inbox.start();
-    const warm = deliveryStream("evt_warm");
-    await load({
-      url: `${inbox.url}/webhooks/stripe`,
-      method: "POST",
-      connections: CONNECTIONS,
-      duration: 2,
-      requests: [{ setupRequest: (request) => ({ ...request, ...warm() }) }],
-    });
-    const next = deliveryStream("evt_ingest");
-    const result = summarize(
-      await load({
-        url: `${inbox.url}/webhooks/stripe`,
-        method: "POST",
-        connections: CONNECTIONS,
-        duration: SECONDS,
-        requests: [{ setupRequest: (request) => ({ ...request, ...next() }) }],
-      }),
-    );
-    return result;
+    await loadDeliveries(inbox, deliveryStream("evt_warm"), { duration: 2 });
+    return summarize(await loadDeliveries(inbox, deliveryStream("evt_ingest"), { duration: SECONDS }));
   } finally {
     await inbox.stop();
   }
@@ -115,13 +109,7 @@ async function endToEnd() {
     const ids = Array.from({ length: END_TO_END_DELIVERIES }, (_, index) => `evt_e2e_${index}`);
     let index = 0;
     const started = Date.now();
-    const sent = await load({
-      url: `${inbox.url}/webhooks/stripe`,
-      method: "POST",
-      connections: CONNECTIONS,
-      amount: ids.length,
-      requests: [{ setupRequest: (request) => ({ ...request, ...signedPayment(ids[index++ % ids.length]) }) }],
-    });
+    const sent = await loadDeliveries(inbox, () => signedPayment(ids[index++ % ids.length]), { amount: ids.length });
     const answeredMs = Date.now() - started;
     let done = 0;
     while (Date.now() - started < 600_000) {
