@@ -106,8 +106,7 @@ export class DeliveryLease extends DurableObject<Env> {
     const state = await this.#load();
     if (!state || state.token !== token) return false;
     const leaseMs = loadConfig(this.env).leaseSeconds * 1000;
-    await this.#put({ ...state, heldUntilMs: null, abandoned: false });
-    await this.ctx.storage.setAlarm(retryAtMs + leaseMs);
+    await this.#save({ ...state, heldUntilMs: null, abandoned: false }, retryAtMs + leaseMs);
     return true;
   }
 
@@ -155,14 +154,14 @@ export class DeliveryLease extends DurableObject<Env> {
     return this.#state;
   }
 
-  async #put(state: LeaseState): Promise<void> {
+  #put(state: LeaseState): Promise<void> {
     this.#state = state;
-    await this.ctx.storage.put<LeaseState>(STATE_KEY, state);
+    return this.ctx.storage.put<LeaseState>(STATE_KEY, state);
   }
 
-  async #save(state: LeaseState): Promise<void> {
-    await this.#put(state);
-    await this.ctx.storage.setAlarm(state.heldUntilMs!);
+  /** The state and the lease's alarm, issued together so the storage commits them as one write. */
+  async #save(state: LeaseState, alarmAtMs = state.heldUntilMs!): Promise<void> {
+    await Promise.all([this.#put(state), this.ctx.storage.setAlarm(alarmAtMs)]);
   }
 
   async #forget(): Promise<void> {
