@@ -4,6 +4,7 @@
  * around this; everything here is about a single delivery.
  */
 import type { InboxConfig } from "../config";
+import { sha256, toHex } from "../providers/crypto";
 import { markFailed, markRetrying, type ClaimedDelivery } from "../store/lifecycle";
 import { describeError, PermanentError } from "./errors";
 import { findHandler, parseEvent, type HandlerContext, type HandlerRegistry } from "./handlers";
@@ -94,6 +95,5 @@ export async function failDelivery(env: Env, ref: DeliveryRef, token: number | n
 
 /** A stable key for downstream APIs: the same for every attempt and replay of a delivery. */
 export async function idempotencyKey(ref: DeliveryRef): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(leaseName(ref)));
-  return `whi_${[...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("")}`;
+  return `whi_${toHex(await sha256(new TextEncoder().encode(leaseName(ref))))}`;
 }

@@ -7,6 +7,7 @@
  */
 import type { DeliveryRef } from "../processing/messages";
 import { isoTime } from "./clock";
+import { blobBytes, type BlobColumn } from "./columns";
 
 export const DELIVERY_STATUSES = ["received", "processing", "done", "failed"] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
@@ -166,10 +167,9 @@ export async function getDelivery(db: D1Database, ref: DeliveryRef): Promise<Del
   const row = await db
     .prepare(`SELECT ${SUMMARY_COLUMNS}, body FROM deliveries WHERE source = ?1 AND id = ?2`)
     .bind(ref.source, ref.id)
-    .first<DeliveryRow & { body: ArrayBuffer | number[] | null }>();
+    .first<DeliveryRow & { body: BlobColumn }>();
   if (!row) return null;
-  const body = row.body === null ? null : row.body instanceof ArrayBuffer ? new Uint8Array(row.body) : Uint8Array.from(row.body);
-  return { ...toSummary(row), body };
+  return { ...toSummary(row), body: blobBytes(row.body) };
 }
 
 /** The status of one delivery, or null when it does not exist. */

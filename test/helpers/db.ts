@@ -26,8 +26,4 @@ export async function deliveryRow(source: string, id: string): Promise<DeliveryR
   return env.DB.prepare("SELECT * FROM deliveries WHERE source = ? AND id = ?").bind(source, id).first<DeliveryRow>();
 }
 
-/** A BLOB column as bytes, whichever shape D1 returns it in. */
-export function blobBytes(value: ArrayBuffer | number[] | null): Uint8Array | null {
-  if (value === null) return null;
-  return value instanceof ArrayBuffer ? new Uint8Array(value) : Uint8Array.from(value);
-}
+export { blobBytes } from "../../src/store/columns";
