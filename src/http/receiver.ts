@@ -12,7 +12,7 @@ import { enqueueSoon } from "../processing/enqueue";
 import { ensureSweepHeartbeat } from "../processing/sweeper";
 import { MisconfiguredSecretError, type SignedRequest } from "../providers/types";
 import { findSource } from "../sources";
-import { recordDelivery } from "../store/record";
+import { recordDeliveryGrouped } from "../store/group-commit";
 import { readBodyWithLimit } from "./body";
 import { ApiError } from "./errors";
 import type { AppEnv } from "./types";
@@ -59,7 +59,7 @@ receiver.all("/webhooks/:source", async (c) => {
 
   let outcome;
   try {
-    outcome = await recordDelivery(c.env.DB, {
+    outcome = await recordDeliveryGrouped(c.env.DB, c.executionCtx, {
       source: sourceName,
       id,
       eventType: verification.eventType,

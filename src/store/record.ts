@@ -2,7 +2,8 @@
  * The ingest write: one statement that stores a delivery once.
  *
  * `ON CONFLICT DO NOTHING` on the primary key (source, id) lets the database alone decide what
- * is a duplicate, even for copies that arrive at the same instant: no check-then-act.
+ * is a duplicate, even for copies that arrive at the same instant: no check-then-act. The
+ * receiver sends it through group-commit.ts, which writes concurrent deliveries as one batch.
  */
 import { isoTime } from "./clock";
 
@@ -27,10 +28,4 @@ export function insertDelivery(db: D1Database, delivery: NewDelivery): D1Prepare
        ON CONFLICT (source, id) DO NOTHING`,
     )
     .bind(delivery.source, delivery.id, delivery.eventType, delivery.body, now);
-}
-
-/** Stores a delivery unless one with the same (source, id) exists. Throws when D1 fails. */
-export async function recordDelivery(db: D1Database, delivery: NewDelivery): Promise<RecordOutcome> {
-  const result = await insertDelivery(db, delivery).run();
-  return result.meta.changes > 0 ? "stored" : "duplicate";
 }
