@@ -153,7 +153,7 @@ async function ingest() {
     await inbox.start();
     await loadDeliveries(inbox, deliveryStream("evt_warm"), { duration: 2 });
     const measured = () => loadDeliveries(inbox, deliveryStream("evt_ingest"), { duration: SECONDS });
-    // Includes the consumer's work done meanwhile: it runs on the same thread, as it would here in production use.
+    // Includes the consumer's work done meanwhile: locally it shares the runtime's thread.
     const { result, cpuMsPerUnit } = await withRuntimeCpu(inbox, measured, (done) => done.requests.total);
     return { ...summarize(result), runtimeCpuMsPerRequest: cpuMsPerUnit };
   } finally {
