@@ -19,9 +19,9 @@ import { join } from "node:path";
 // otherwise: on this kind of VM every new Durable Object's SQLite file costs several fsyncs,
 // which then dominate the figures (set BENCH_STATE_DIR=/tmp to measure with them).
 process.env.TMPDIR = process.env.BENCH_STATE_DIR ?? (existsSync("/dev/shm") ? "/dev/shm" : process.env.TMPDIR);
-// wrangler dev's local trace collector (X_LOCAL_OBSERVABILITY, on by default) records every
-// invocation for the local explorer: each Durable Object call, queue batch and D1 query pays for
-// it on the runtime's one thread, and production has no such thing. Off for the baseline and the
+// wrangler dev's local trace collector (X_LOCAL_OBSERVABILITY, on by default) receives the tail
+// events of every invocation and stores them: each Durable Object call, queue batch and D1 query
+// pays for it on the runtime's one thread, and production has no such thing. Off for the baseline and the
 // inbox alike; X_LOCAL_OBSERVABILITY=true measures with it (≈ 7.5 instead of 5 ms of runtime CPU
 // per delivery here).
 process.env.X_LOCAL_OBSERVABILITY ??= "false";
