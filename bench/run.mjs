@@ -108,8 +108,12 @@ async function withRuntimeCpu(inbox, work, units) {
   const before = runtimeCpuMs(inbox);
   const result = await work();
   const after = runtimeCpuMs(inbox);
-  const cpuMsPerUnit = before === null || after === null ? null : Math.round(((after - before) / units(result)) * 100) / 100;
-  return { result, cpuMsPerUnit };
+  return { result, cpuMsPerUnit: cpuPerUnit(before, after, units(result)) };
+}
+
+/** Runtime CPU ms per unit of work between two readings, or null where there are none. */
+function cpuPerUnit(before, after, units) {
+  return before === null || after === null ? null : round((after - before) / units);
 }
 
 function summarize(result) {
@@ -187,7 +191,7 @@ async function endToEnd() {
       answeredSeconds: answeredMs / 1000,
       allDoneSeconds: allDoneMs / 1000,
       deliveriesPerSecond: Math.round((done / allDoneMs) * 1000),
-      runtimeCpuMsPerDelivery: cpuBefore === null || cpuAfter === null ? null : Math.round(((cpuAfter - cpuBefore) / ids.length) * 100) / 100,
+      runtimeCpuMsPerDelivery: cpuPerUnit(cpuBefore, cpuAfter, ids.length),
     };
   } finally {
     await inbox.stop();
