@@ -116,6 +116,20 @@ describe("POST /webhooks/:source", () => {
     expect(pulled).toBeLessThan(80);
   });
 
+  it("answers 413 for a body that brings more than its declared Content-Length", async () => {
+    // Only a Request built in code can do this (on the wire the length ends the body); the limit holds anyway.
+    const body = "x".repeat(64);
+    const stream = new Blob([body]).stream();
+    const request = new Request(`${BASE_URL}/webhooks/standard`, {
+      method: "POST",
+      body: stream,
+      headers: { ...standardHeaders(body), "content-length": "16" },
+    });
+    expect(request.headers.get("content-length")).toBe("16");
+    const result = await sendWithEnv(request, { MAX_BODY_BYTES: "32" });
+    expect(result).toEqual({ status: 413, json: { error: "payload_too_large", message: expect.any(String) } });
+  });
+
   it("answers 503 source_not_configured when the source has no secret, storing nothing", async () => {
     const result = await sendWithEnv(standardRequest("{}", { id: "msg_nosecret" }), { STANDARD_WEBHOOK_SECRET: undefined });
     expect(result).toEqual({ status: 503, json: { error: "source_not_configured", message: expect.any(String) } });
