@@ -4,7 +4,7 @@
  * (SIGKILL of the whole process group) that is always run.
  */
 import { spawn, execFile } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -49,9 +49,13 @@ export function freePort() {
  * `kill()` SIGKILLs its process group (state survives); `start()` again restarts on the same state.
  */
 export class LocalInbox {
-  /** @param {{ vars?: Record<string, string>, log?: boolean, config?: string }} [options] */
+  /**
+   * @param {{ vars?: Record<string, string>, log?: boolean, config?: string, migrate?: boolean }} [options]
+   * `migrate`: apply the D1 migrations of the config before starting (default: only for the inbox's own config).
+   */
   constructor(options = {}) {
     this.config = options.config;
+    this.migrate = options.migrate ?? !options.config;
     this.stateDir = mkdtempSync(join(tmpdir(), "webhook-inbox-e2e-"));
     this.vars = { ...SECRETS, SWEEP_INTERVAL_SECONDS: "20", ...options.vars };
     this.log = options.log ?? Boolean(process.env.E2E_LOG);
@@ -64,8 +68,9 @@ export class LocalInbox {
   }
 
   async start() {
-    if (!this.migrated && !this.config) {
-      await run(["d1", "migrations", "apply", "webhook-inbox", "--local", "--persist-to", this.stateDir], {
+    if (!this.migrated && this.migrate) {
+      const config = this.config ? ["--config", this.config] : [];
+      await run(["d1", "migrations", "apply", "webhook-inbox", "--local", "--persist-to", this.stateDir, ...config], {
         cwd: ROOT,
         env: { ...process.env, CI: "true" },
       });
@@ -81,7 +86,14 @@ export class LocalInbox {
     writeFileSync(envFile, Object.entries(this.vars).map(([name, value]) => `${name}=${value}`).join("\n"));
     args.push("--env-file", envFile);
     // detached: its own process group, so kill() reaches wrangler, workerd and everything between.
-    this.child = spawn(process.execPath, [WRANGLER_ENTRY, ...args], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "true" } });
+    // The dev registry and miniflare's temporary files live in the state directory too. A
+    // SIGKILLed session never unregisters: in the shared registry (~/.config/.wrangler) its
+    // entry would stay and name a dead port as the consumer of our queues, and another session
+    // with this worker's name (a developer's `npm run dev`) would meet ours there.
+    const own = { WRANGLER_REGISTRY_PATH: join(this.stateDir, "registry"), TMPDIR: join(this.stateDir, "tmp") };
+    mkdirSync(own.TMPDIR, { recursive: true });
+    const env = { ...process.env, CI: "true", ...own };
+    this.child = spawn(process.execPath, [WRANGLER_ENTRY, ...args], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env });
     const capture = (chunk) => {
       this.output = (this.output + chunk.toString()).slice(-20_000);
       if (this.log) process.stderr.write(chunk);
