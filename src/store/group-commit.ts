@@ -66,12 +66,23 @@ export async function recordDeliveryGrouped(db: D1Database, ctx: WaitUntil, deli
   group.bytes += size;
   let changes: number[];
   try {
-    changes = await group.written;
+    changes = await inThisRequest(group.written);
   } catch {
     // The batch failed as a whole: this delivery's own insert decides, and may throw.
     return outcome((await insertDelivery(db, delivery).run()).meta.changes);
   }
   return outcome(changes[index]!);
+}
+
+/**
+ * The group's result as a promise of the calling request. `group.written` belongs to the request
+ * that leads the group: awaiting it directly ran the rest of a member's request (its Response,
+ * its own insert after a failed batch) inside the leader's request, and under load workerd then
+ * failed the member with a 500, "Cannot perform I/O on behalf of a different request". A promise
+ * made here and settled from the leader's request is handed back to this one.
+ */
+function inThisRequest<T>(promise: Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => void promise.then(resolve, reject));
 }
 
 /** Opens a group behind the write in flight; the calling request sends it. */

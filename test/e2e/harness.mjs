@@ -4,7 +4,7 @@
  * (SIGKILL of the whole process group) that is always run.
  */
 import { spawn, execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,6 +42,24 @@ export function freePort() {
       server.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * This project's wrangler.toml without the consumer of webhook-deliveries, in a directory of its
+ * own: the same worker, whose queue sends nobody consumes. For measuring and loading the receiver
+ * alone (locally the consumer shares the runtime's one thread; in production it runs elsewhere).
+ */
+export function configWithoutConsumer() {
+  const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
+  const consumer = /\[\[queues\.consumers\]\]\nqueue = "webhook-deliveries"\n[\s\S]*?\n(?=\[)/;
+  if (!consumer.test(toml)) throw new Error('wrangler.toml has no [[queues.consumers]] block for "webhook-deliveries"');
+  const dir = mkdtempSync(join(tmpdir(), "webhook-inbox-config-"));
+  const config = toml
+    .replace(consumer, "")
+    .replace(/^main = .*$/m, `main = ${JSON.stringify(join(ROOT, "src", "index.ts"))}`)
+    .replace(/^migrations_dir = .*$/m, `migrations_dir = ${JSON.stringify(join(ROOT, "migrations"))}`);
+  writeFileSync(join(dir, "wrangler.toml"), config);
+  return { path: join(dir, "wrangler.toml"), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /**
