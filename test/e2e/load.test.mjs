@@ -2,12 +2,12 @@
 // stored once. The consumer is left out (configWithoutConsumer) so the receiver alone sets the
 // pace, several hundred requests a second here: at that rate, members of a group commit that
 // resumed inside the request leading their group were failed by workerd with a 500 ("Cannot
-// perform I/O on behalf of a different request"), which no single-request test shows.
+// perform I/O on behalf of a different request"). The tests inside workerd do not show that.
 import autocannon from "autocannon";
 import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
 import { after, before, it } from "node:test";
 import { LocalInbox, SECRETS, configWithoutConsumer } from "./harness.mjs";
-import { createHmac } from "node:crypto";
 import { paymentEvent } from "./signers.mjs";
 
 const REQUESTS = 5_000;
@@ -19,6 +19,7 @@ function signed(event) {
   const v1 = createHmac("sha256", SECRETS.STRIPE_WEBHOOK_SECRET).update(`${t}.${body}`).digest("hex");
   return { body, headers: { "content-type": "application/json", "stripe-signature": `t=${t},v1=${v1}` } };
 }
+
 const config = configWithoutConsumer();
 const inbox = new LocalInbox({ config: config.path, migrate: true });
 before(() => inbox.start());
