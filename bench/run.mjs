@@ -14,7 +14,6 @@
  */
 import autocannon from "autocannon";
 import { execFileSync } from "node:child_process";
-import { createHmac } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -28,7 +27,8 @@ process.env.TMPDIR = process.env.BENCH_STATE_DIR ?? (existsSync("/dev/shm") ? "/
 // inbox alike; X_LOCAL_OBSERVABILITY=true measures with it (≈ 7.5 instead of 5 ms of runtime CPU
 // per delivery here).
 process.env.X_LOCAL_OBSERVABILITY ??= "false";
-const { LocalInbox, ROOT, configWithoutConsumer, sleep } = await import("../test/e2e/harness.mjs");
+const { LocalInbox, ROOT, configWithoutConsumer, waitFor } = await import("../test/e2e/harness.mjs");
+const { paymentEvent, stripeDeliveryByHmac } = await import("../test/e2e/signers.mjs");
 
 const CONNECTIONS = 16;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -36,18 +36,10 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const END_TO_END_DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 2_000);
 const STRIPE_SECRET = "whsec_bench_secret";
 
-/** A Stripe `payment_intent.succeeded` delivery, signed as stripe-node does (t.body, HMAC-SHA256 hex). */
+/** A Stripe `payment_intent.succeeded` delivery (body and headers), signed by Stripe's scheme. */
 function signedPayment(id) {
-  const body = JSON.stringify({
-    id,
-    object: "event",
-    type: "payment_intent.succeeded",
-    created: Math.floor(Date.now() / 1000),
-    data: { object: { id: `pi_${id}`, object: "payment_intent", amount: 1999, currency: "usd", customer: "cus_bench" } },
-  });
-  const t = Math.floor(Date.now() / 1000);
-  const signature = createHmac("sha256", STRIPE_SECRET).update(`${t}.${body}`).digest("hex");
-  return { body, headers: { "content-type": "application/json", "stripe-signature": `t=${t},v1=${signature}` } };
+  const { body, headers } = stripeDeliveryByHmac(paymentEvent(id, 1999, "cus_bench"), STRIPE_SECRET);
+  return { body, headers };
 }
 
 /** Fresh ids, with every 10th request repeating a recent one (a provider's retry). */
@@ -149,11 +141,8 @@ async function measure(runtime, run) {
 
 /** Waits until nothing is left for the consumer: a baseline measured while it drains would be slowed. */
 async function drained(inbox) {
-  const deadline = Date.now() + 300_000;
-  while ((await inbox.admin("/admin/stats")).json?.oldestWaitingSeconds !== null) {
-    if (Date.now() > deadline) throw new Error("the inbox still had deliveries waiting after 5 minutes");
-    await sleep(500);
-  }
+  const empty = async () => (await inbox.admin("/admin/stats")).json?.oldestWaitingSeconds === null;
+  if (!(await waitFor(empty, { timeoutMs: 300_000, intervalMs: 500 }))) throw new Error("the inbox still had deliveries waiting after 5 minutes");
 }
 
 /**
@@ -213,12 +202,9 @@ async function endToEnd() {
     const sent = await loadDeliveries(inbox, () => signedPayment(ids[index++ % ids.length]), { amount: ids.length });
     const answeredMs = Date.now() - started;
     let done = 0;
-    while (Date.now() - started < 600_000) {
-      const stats = await inbox.admin("/admin/stats");
-      done = stats.json?.counts?.done ?? 0;
-      if (done >= ids.length) break;
-      await sleep(250); // each poll is a full count over D1: poll gently, it competes with the work measured
-    }
+    const allDone = async () => (done = (await inbox.admin("/admin/stats")).json?.counts?.done ?? 0) >= ids.length;
+    // Each poll is a full count over D1: poll gently, it competes with the work measured.
+    await waitFor(allDone, { timeoutMs: 600_000, intervalMs: 250 });
     const allDoneMs = Date.now() - started;
     const cpuAfter = runtimeCpuMs(inbox);
     return {
