@@ -3,8 +3,7 @@
  *
  * Numeric vars come from `wrangler.toml` `[vars]` (or `.dev.vars` locally) as strings; a value
  * that is not a whole number in range is a startup error that names the variable, rather than
- * a silent fallback. Secrets are looked up per source (`<SOURCE>_WEBHOOK_SECRET`) and may hold
- * several values during a rotation.
+ * a silent fallback. Webhook secrets are looked up per source in secrets.ts.
  */
 import { z } from "zod";
 
@@ -86,19 +85,4 @@ export function loadConfig(env: object): InboxConfig {
   };
   parsed.set(env, config);
   return config;
-}
-
-/** `stripe` → `STRIPE_WEBHOOK_SECRET`, `my-shop` → `MY_SHOP_WEBHOOK_SECRET`. */
-export function secretVarName(source: string): string {
-  return `${source.toUpperCase().replaceAll("-", "_")}_WEBHOOK_SECRET`;
-}
-
-/**
- * The secrets configured for a source: the var split on spaces and commas, so that during a
- * rotation the old and the new secret are both accepted. Empty when the var is unset.
- */
-export function secretsFor(env: object, source: string): string[] {
-  const value = (env as Record<string, unknown>)[secretVarName(source)];
-  if (typeof value !== "string") return [];
-  return value.split(/[\s,]+/).filter((secret) => secret.length > 0);
 }

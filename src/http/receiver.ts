@@ -7,7 +7,7 @@
  * delivery that is in D1 (new or already there).
  */
 import { Hono } from "hono";
-import { secretsFor } from "../config";
+import { secretsFor } from "../secrets";
 import { enqueueSoon } from "../processing/enqueue";
 import { ensureSweepHeartbeat } from "../processing/sweeper";
 import { MisconfiguredSecretError, type SignedRequest } from "../providers/types";
