@@ -27,6 +27,9 @@ const varsSchema = z.object({
   MAX_ATTEMPTS: wholeNumber(5, 1, 50),
   RETRY_BASE_SECONDS: wholeNumber(2, 1, 3_600),
   LEASE_SECONDS: wholeNumber(60, 1, 900),
+  // A consumer invocation may run 15 minutes of wall clock; 840 s leaves a minute for the commit.
+  // The lease is renewed while a handler runs, so this may exceed LEASE_SECONDS.
+  HANDLER_TIMEOUT_SECONDS: wholeNumber(300, 1, 840),
   RETENTION_DAYS: wholeNumber(30, 1, 3_650),
   BODY_RETENTION_DAYS: wholeNumber(7, 0, 3_650),
   // A delivery still `received` this long after its last change was never (re-)enqueued.
@@ -43,6 +46,8 @@ export interface InboxConfig {
   readonly maxAttempts: number;
   readonly retryBaseSeconds: number;
   readonly leaseSeconds: number;
+  /** How long a handler may run before its attempt is abandoned as a retryable failure. */
+  readonly handlerTimeoutSeconds: number;
   readonly retentionDays: number;
   readonly bodyRetentionDays: number;
   readonly sweepAfterSeconds: number;
@@ -76,6 +81,7 @@ export function loadConfig(env: object): InboxConfig {
     maxAttempts: vars.MAX_ATTEMPTS,
     retryBaseSeconds: vars.RETRY_BASE_SECONDS,
     leaseSeconds: vars.LEASE_SECONDS,
+    handlerTimeoutSeconds: vars.HANDLER_TIMEOUT_SECONDS,
     retentionDays: vars.RETENTION_DAYS,
     bodyRetentionDays: vars.BODY_RETENTION_DAYS,
     sweepAfterSeconds: vars.SWEEP_AFTER_SECONDS,
