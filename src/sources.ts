@@ -1,9 +1,10 @@
 /**
  * The sources this inbox accepts: `POST /webhooks/<name>` for each key below.
  *
- * Each source names its provider's verifier and options. Its secret comes from the
- * `<NAME>_WEBHOOK_SECRET` secret (upper-cased, `-` → `_`), e.g. `wrangler secret put
- * STANDARD_WEBHOOK_SECRET`; several secrets separated by spaces or commas are all accepted.
+ * Each source names its provider's verifier and options. Its secret is the `<NAME>_WEBHOOK_SECRET`
+ * secret (upper-cased, `-` → `_`), e.g. `wrangler secret put STANDARD_WEBHOOK_SECRET`: one secret,
+ * taken verbatim (spaces and commas are part of it). During a rotation the old one goes in
+ * `<NAME>_WEBHOOK_SECRET_PREVIOUS`; both verify while both are set.
  * Add, remove or rename sources here; nothing else needs to change.
  */
 import { github } from "./providers/github";

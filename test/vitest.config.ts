@@ -24,14 +24,20 @@ export default defineConfig(async () => ({
           // Test-only secrets (the published Standard Webhooks vector's key, among others).
           STANDARD_WEBHOOK_SECRET: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
           SVIX_WEBHOOK_SECRET: "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-          // Two values each: the second stands for the new secret during a rotation.
-          STRIPE_WEBHOOK_SECRET: "whsec_test_secret whsec_test_rotated",
-          GITHUB_WEBHOOK_SECRET: "github-test-secret,github-test-rotated",
-          SHOPIFY_WEBHOOK_SECRET: "shopify-test-secret shopify-test-rotated",
+          // Each with a _PREVIOUS: the secret being rotated out, which verifies too while it is set.
+          STRIPE_WEBHOOK_SECRET: "whsec_test_secret",
+          STRIPE_WEBHOOK_SECRET_PREVIOUS: "whsec_test_rotated",
+          GITHUB_WEBHOOK_SECRET: "github-test-secret",
+          GITHUB_WEBHOOK_SECRET_PREVIOUS: "github-test-rotated",
+          SHOPIFY_WEBHOOK_SECRET: "shopify-test-secret",
+          SHOPIFY_WEBHOOK_SECRET_PREVIOUS: "shopify-test-rotated",
           // Slack's published example signing secret, and twilio-node's test auth token.
-          SLACK_WEBHOOK_SECRET: "8f742231b10e8888abcd99yyyzzz85a5 slack-test-rotated",
-          TWILIO_WEBHOOK_SECRET: "12345 twilio-test-rotated",
-          GITLAB_WEBHOOK_SECRET: "gitlab-test-token gitlab-test-rotated",
+          SLACK_WEBHOOK_SECRET: "8f742231b10e8888abcd99yyyzzz85a5",
+          SLACK_WEBHOOK_SECRET_PREVIOUS: "slack-test-rotated",
+          TWILIO_WEBHOOK_SECRET: "12345",
+          TWILIO_WEBHOOK_SECRET_PREVIOUS: "twilio-test-rotated",
+          GITLAB_WEBHOOK_SECRET: "gitlab-test-token",
+          GITLAB_WEBHOOK_SECRET_PREVIOUS: "gitlab-test-rotated",
           ADMIN_TOKEN: "test-admin-token",
         },
       },

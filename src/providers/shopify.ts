@@ -12,7 +12,7 @@ import { refuse, type Provider, type SignedRequest, type Verification } from "./
 
 /**
  * A Shopify verifier. After a client-secret rotation Shopify may sign with the old secret for up
- * to an hour: configure both (`SHOPIFY_WEBHOOK_SECRET="new old"`) for at least that long.
+ * to an hour: keep the old one in `SHOPIFY_WEBHOOK_SECRET_PREVIOUS` for at least that long.
  * @example
  * const sources = { shopify: shopify() };
  */

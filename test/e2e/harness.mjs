@@ -23,7 +23,7 @@ export const SECRETS = {
   STANDARD_WEBHOOK_SECRET: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
   SVIX_WEBHOOK_SECRET: "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
   STRIPE_WEBHOOK_SECRET: "whsec_e2e_stripe_secret",
-  GITHUB_WEBHOOK_SECRET: "e2e-github-secret", // no spaces: a space separates rotated secrets
+  GITHUB_WEBHOOK_SECRET: "e2e-github-secret", // one secret, verbatim (a rotation adds GITHUB_WEBHOOK_SECRET_PREVIOUS)
   SHOPIFY_WEBHOOK_SECRET: "e2e-shopify-secret",
   SLACK_WEBHOOK_SECRET: "e2e-slack-signing-secret",
   TWILIO_WEBHOOK_SECRET: "e2e-twilio-auth-token",

@@ -14,9 +14,10 @@ import { BASE_URL } from "./signers";
 
 export { BASE_URL };
 
-/** A secret var's values, split as the inbox splits them (rotation: "new old"). */
+/** A source's configured secrets: `name`'s value, then `<name>_PREVIOUS`'s (the one being rotated out). */
 export function secretsOf(name: keyof Cloudflare.Env): string[] {
-  return String(env[name]).split(/[\s,]+/).filter(Boolean);
+  const vars = env as unknown as Record<string, unknown>;
+  return [vars[name], vars[`${name}_PREVIOUS`]].filter((secret): secret is string => typeof secret === "string" && secret.length > 0);
 }
 
 export function nowSeconds(): number {

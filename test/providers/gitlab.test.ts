@@ -32,7 +32,7 @@ describe("gitlab provider", () => {
     expect((await post("gitlab", body, { ...rest, "x-gitlab-event-uuid": uuid })).json).toEqual({ status: "stored", source: "gitlab", id: uuid });
   });
 
-  it("accepts the second configured token (rotation)", async () => {
+  it("accepts the previous token (rotation)", async () => {
     expect((await post("gitlab", body, headers(unique(""), rotatedToken))).status).toBe(200);
   });
 

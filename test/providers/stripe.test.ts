@@ -28,7 +28,7 @@ describe("stripe provider", () => {
     expect(retry).toEqual({ status: 200, json: { status: "duplicate", source: "stripe", id } });
   });
 
-  it("accepts a delivery signed with the second configured secret (rotation)", async () => {
+  it("accepts a delivery signed with the previous secret (rotation)", async () => {
     const body = event(unique("evt_"));
     const signature = await stripeSignature(body, { secret: secretsOf("STRIPE_WEBHOOK_SECRET")[1] });
     expect((await post("stripe", body, { "stripe-signature": signature })).status).toBe(200);

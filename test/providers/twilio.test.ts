@@ -90,7 +90,7 @@ describe("twilio provider", () => {
     expect(await deliveryRow("twilio", token)).not.toBeNull();
   });
 
-  it("accepts a delivery signed with the second configured auth token (rotation)", async () => {
+  it("accepts a delivery signed with the previous auth token (rotation)", async () => {
     const params = message(unique("SM"));
     const signature = await twilioSignature(TWILIO_URL, params, secretsOf("TWILIO_WEBHOOK_SECRET")[1]);
     expect((await post("twilio", form(params), { ...FORM, "x-twilio-signature": signature })).status).toBe(200);
