@@ -110,16 +110,31 @@ export function checkTimestamp(value: string | null, nowSeconds: number, toleran
   return null;
 }
 
-/** Reads a JSON body, or null when it is not JSON (never throws). */
+/** The third argument V8 passes a JSON.parse reviver (source text access, ES2026): a primitive's text. */
+interface ReviverContext {
+  readonly source?: string;
+}
+
+/**
+ * Keeps an integer beyond 2^53 exact: as a number it would lose digits (`12345678901234567890`
+ * becomes `…67000`), so two different ids could read the same. Reads the literal's own digits.
+ */
+function exactIntegers(_key: string, value: unknown, context?: ReviverContext): unknown {
+  if (typeof value !== "number" || Number.isSafeInteger(value)) return value;
+  const source = context?.source;
+  return source !== undefined && /^-?\d+$/.test(source) ? BigInt(source) : value;
+}
+
+/** Reads a JSON body, or null when it is not JSON (never throws). Integers beyond 2^53 are `bigint`s. */
 export function parseJson(body: Uint8Array): unknown {
   try {
-    return JSON.parse(new TextDecoder().decode(body));
+    return JSON.parse(new TextDecoder().decode(body), exactIntegers as (key: string, value: unknown) => unknown);
   } catch {
     return null;
   }
 }
 
-/** A string field of a JSON object at a dotted path (`data.object.id`), or null. */
+/** A string field of a JSON object at a dotted path (`data.object.id`), or null; a number as its digits. */
 export function jsonString(value: unknown, path: string): string | null {
   let current = value;
   for (const key of path.split(".")) {
@@ -128,6 +143,7 @@ export function jsonString(value: unknown, path: string): string | null {
   }
   if (typeof current === "string") return current;
   if (typeof current === "number" && Number.isFinite(current)) return String(current);
+  if (typeof current === "bigint") return current.toString();
   return null;
 }
 

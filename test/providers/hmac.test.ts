@@ -64,6 +64,29 @@ describe("generic hmac provider", () => {
     expect(await hmac(ACME).verify(request(await acmeHeaders(), body), [SECRET], NOW)).toEqual({ ok: true, deliveryId: "ev_1", eventType: "order.paid" });
   });
 
+  it.each([
+    ["an integer beyond 2^53", "12345678901234567890", "12345678901234567890"],
+    ["a negative integer beyond 2^53", "-9007199254740993", "-9007199254740993"],
+    ["a safe integer", "42", "42"],
+    ["a decimal", "1.5", "1.5"],
+  ])("reads a JSON number id that is %s with its exact digits", async (_name, literal, expected) => {
+    const payload = `{"event":{"id":${literal},"kind":"order.paid"}}`;
+    const result = await hmac(ACME).verify(request(await acmeHeaders(payload), payload), [SECRET], NOW);
+    expect(result).toMatchObject({ ok: true, deliveryId: expected });
+  });
+
+  it("tells apart two ids beyond 2^53 that the same double would round to", async () => {
+    const ids = ["9007199254740993", "9007199254740992"];
+    const read = await Promise.all(
+      ids.map(async (id) => {
+        const payload = `{"event":{"id":${id}}}`;
+        const result = await hmac(ACME).verify(request(await acmeHeaders(payload), payload), [SECRET], NOW);
+        return result.ok ? result.deliveryId : null;
+      }),
+    );
+    expect(read).toEqual(ids);
+  });
+
   it("takes the event type from a JSON path when configured so", async () => {
     const provider = hmac({ ...ACME, eventType: { jsonPath: "event.kind" } });
     expect(await provider.verify(request(await acmeHeaders(), body), [SECRET], NOW)).toMatchObject({ ok: true, eventType: "order.paid" });
