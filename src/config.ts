@@ -3,42 +3,68 @@
  *
  * Numeric vars come from `wrangler.toml` `[vars]` (or `.dev.vars` locally) as strings; a value
  * that is not a whole number in range is a startup error that names the variable, rather than
- * a silent fallback. Webhook secrets are looked up per source in secrets.ts.
+ * a silent fallback. Vars that only make sense together are then checked together. Webhook
+ * secrets are looked up per source in secrets.ts.
+ *
+ * A bad config never fails a delivery: the HTTP routes answer 503 `config_invalid`, queue
+ * batches wait and retry, and the sweeper's heartbeat keeps beating until it is fixed.
  */
 import { z } from "zod";
 
-/** A whole-number var with a default, bounded so a typo cannot disable a safety limit. */
-function wholeNumber(defaultValue: number, min: number, max: number) {
+/**
+ * A whole-number var with a default, bounded so a typo cannot disable a safety limit. The
+ * messages are ours, never zod's defaults, and name no value: they reach `GET /health`.
+ */
+function wholeNumber(defaultValue: number, min: number, max: number, why = "") {
+  const range = `must be a whole number from ${min} to ${max}${why}`;
   return z
     .string()
     .trim()
-    .regex(/^\d+$/, "must be a whole number")
+    .regex(/^\d+$/, range)
     .transform(Number)
-    .pipe(z.number().int().min(min).max(max))
+    .pipe(z.number().int(range).min(min, range).max(max, range))
     .optional()
     .transform((value) => value ?? defaultValue);
 }
 
 const DAY_SECONDS = 86_400;
 
+/** Queues refuses a delay (send or retry) longer than 12 hours. */
+export const QUEUE_MAX_DELAY_SECONDS = 43_200;
+
+/**
+ * Retention is also the window in which a provider's retry of a delivery is still recognised as a
+ * duplicate: a row deleted earlier lets a late retry run again. Retry windows
+ * (/work/shared/notes/signatures.md): Stripe retries "for up to three days" in live mode, Paddle
+ * 60 times over 3 days, GitHub allows manual redelivery for 3 days (7 on Enterprise Server),
+ * Shopify 4 hours, Twilio Event Streams 4 hours, Svix ≈ 28 hours, and the Standard Webhooks spec's
+ * example schedule ends 75 h 35 min after the first attempt. 4 days covers every automatic
+ * schedule listed, with the margin of a day that 3 would not leave for Stripe's last retry.
+ */
+export const MIN_RETENTION_DAYS = 4;
+
 const varsSchema = z.object({
   // D1 caps a row at 2 MB; 1 MiB leaves room for the other columns.
   MAX_BODY_BYTES: wholeNumber(1_048_576, 1, 1_900_000),
+  // With RETRY_BASE_SECONDS, also bounded by QUEUE_MAX_DELAY_SECONDS (checked below).
   MAX_ATTEMPTS: wholeNumber(5, 1, 50),
   RETRY_BASE_SECONDS: wholeNumber(2, 1, 3_600),
   LEASE_SECONDS: wholeNumber(60, 1, 900),
   // A consumer invocation may run 15 minutes of wall clock; 840 s leaves a minute for the commit.
   // The lease is renewed while a handler runs, so this may exceed LEASE_SECONDS.
   HANDLER_TIMEOUT_SECONDS: wholeNumber(300, 1, 840),
-  RETENTION_DAYS: wholeNumber(30, 1, 3_650),
+  RETENTION_DAYS: wholeNumber(30, MIN_RETENTION_DAYS, 3_650, " (fewer days would be shorter than the providers' retry windows)"),
   BODY_RETENTION_DAYS: wholeNumber(7, 0, 3_650),
   // A delivery still `received` this long after its last change was never (re-)enqueued.
   SWEEP_AFTER_SECONDS: wholeNumber(60, 1, DAY_SECONDS),
-  // > 0: a Durable Object alarm runs the sweeper this often (local dev has no cron). 0: cron only.
-  SWEEP_INTERVAL_SECONDS: wholeNumber(0, 0, DAY_SECONDS),
-  PUBLIC_BASE_URL: z.url().optional(),
-  ADMIN_TOKEN: z.string().optional(),
+  // The Sweeper object's heartbeat alarm (sweeper.ts); 0 turns it off. 20 s keeps recovery
+  // after a crash of the local runtime within 90 s (SWEEP_AFTER_SECONDS + one beat + the work).
+  SWEEP_INTERVAL_SECONDS: wholeNumber(20, 0, DAY_SECONDS),
+  PUBLIC_BASE_URL: z.url("must be an absolute URL").optional(),
+  ADMIN_TOKEN: z.string("must be a string").optional(),
 });
+
+type Vars = z.infer<typeof varsSchema>;
 
 /** The parsed settings every part of the inbox reads. */
 export interface InboxConfig {
@@ -51,31 +77,74 @@ export interface InboxConfig {
   readonly retentionDays: number;
   readonly bodyRetentionDays: number;
   readonly sweepAfterSeconds: number;
+  /** The heartbeat's interval; 0: no heartbeat (the cron alone sweeps). */
   readonly sweepIntervalSeconds: number;
   readonly publicBaseUrl: string | undefined;
   readonly adminToken: string | undefined;
 }
 
+/** One thing wrong with the configuration: the vars involved and what is wrong, never their values. */
+export interface ConfigProblem {
+  readonly variables: readonly string[];
+  readonly problem: string;
+}
+
 /** Thrown when a var is malformed: the inbox refuses to run rather than guess. */
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
+
+  constructor(readonly problems: readonly ConfigProblem[]) {
+    super(`invalid configuration: ${problems.map((p) => `${p.variables.join(", ")}: ${p.problem}`).join("; ")}`);
+  }
+
+  /** Every var named by a problem, once each. */
+  get variables(): string[] {
+    return [...new Set(this.problems.flatMap((p) => p.variables))];
+  }
+}
+
+/**
+ * The checks that need several vars. Each var is already in range, which also bounds every
+ * look-back the sweeper computes (at most SWEEP_AFTER_SECONDS + 12 h + LEASE_SECONDS, and
+ * RETENTION_DAYS ≤ 10 years), so its `new Date(now − …)` can never leave Date's range.
+ */
+function combinedProblems(vars: Vars): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  // The wait before the last attempt; Queues refuses a longer retry delay (and MAX_ATTEMPTS ≥ 44
+  // once made every sweep throw with a date before year −271821).
+  const longestBackoffSeconds = vars.RETRY_BASE_SECONDS * 2 ** Math.max(0, vars.MAX_ATTEMPTS - 2);
+  if (longestBackoffSeconds > QUEUE_MAX_DELAY_SECONDS) {
+    problems.push({
+      variables: ["RETRY_BASE_SECONDS", "MAX_ATTEMPTS"],
+      problem: `the longest backoff, RETRY_BASE_SECONDS · 2^(MAX_ATTEMPTS−2), must not exceed ${QUEUE_MAX_DELAY_SECONDS} s (Queues' 12 h delay limit)`,
+    });
+  }
+  // Bodies are cleared before their row is deleted; a longer body retention could never apply.
+  if (vars.BODY_RETENTION_DAYS > vars.RETENTION_DAYS) {
+    problems.push({ variables: ["BODY_RETENTION_DAYS", "RETENTION_DAYS"], problem: "BODY_RETENTION_DAYS must not exceed RETENTION_DAYS" });
+  }
+  return problems;
 }
 
 const parsed = new WeakMap<object, InboxConfig>();
 
 /**
  * Parses the vars of `env` once (cached per env object) and returns the settings.
- * @throws ConfigError naming every bad var.
+ * @throws ConfigError naming every bad var (each var's own checks first, then the combined ones).
+ * @example
+ * loadConfig({ MAX_ATTEMPTS: "8" }).maxAttempts; // 8
+ * loadConfig({ RETENTION_DAYS: "1" }); // throws ConfigError: RETENTION_DAYS: must be a whole number from 4 to 3650 …
  */
 export function loadConfig(env: object): InboxConfig {
   const cached = parsed.get(env);
   if (cached) return cached;
   const result = varsSchema.safeParse(env);
   if (!result.success) {
-    const problems = result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
-    throw new ConfigError(`invalid configuration: ${problems.join("; ")}`);
+    throw new ConfigError(result.error.issues.map((issue) => ({ variables: [issue.path.join(".")], problem: issue.message })));
   }
   const vars = result.data;
+  const problems = combinedProblems(vars);
+  if (problems.length > 0) throw new ConfigError(problems);
   const config: InboxConfig = {
     maxBodyBytes: vars.MAX_BODY_BYTES,
     maxAttempts: vars.MAX_ATTEMPTS,
