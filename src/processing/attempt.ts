@@ -17,6 +17,17 @@ export type Outcome =
   | { readonly action: "ack"; readonly reason: "done" | "unhandled" | "failed" | "busy" | "settled" | "lease_lost" | "exhausted" | "malformed" }
   | { readonly action: "retry"; readonly reason: "handler_error" | "infrastructure"; readonly delaySeconds: number };
 
+/**
+ * True when D1 refused a statement itself (a constraint, a trigger such as the order guard's, bad
+ * SQL): the delivery's own effects are at fault, and its attempt counts like a handler error.
+ * Anything else from D1 (a lost connection, an overloaded or reset database) is infrastructure:
+ * retried without using up an attempt. SQLite's result code ends D1's message for the former,
+ * e.g. "D1_ERROR: UNIQUE constraint failed: payments.delivery_id: SQLITE_CONSTRAINT".
+ */
+export function isStatementError(error: unknown): boolean {
+  return error instanceof Error && /\bSQLITE_[A-Z_]+\b/.test(error.message);
+}
+
 /** A claimed delivery whose handler ran: what to commit with its done mark. */
 export interface HandledDelivery {
   readonly handled: boolean;
@@ -80,17 +91,23 @@ export async function handleFailure(
   return { action: "retry", reason: "handler_error", delaySeconds };
 }
 
-/**
- * Records a delivery as failed, then dead-letters it. False when the fence refused (another
- * worker owns it). The D1 row is the record; a failed dead-letter send is only logged.
- */
-export async function failDelivery(env: Env, ref: DeliveryRef, token: number | null, error: string): Promise<boolean> {
+/** Records a delivery as failed, then dead-letters it. False when the fence refused (another worker owns it). */
+
+export async function failDelivery(env: Env, ref: DeliveryRef, token: number, error: string): Promise<boolean> {
   if (!(await markFailed(env.DB, ref, token, error, Date.now()))) return false;
+  await sendDeadLetter(env, ref, error);
+  return true;
+}
+
+/**
+ * Puts a failed delivery on the dead-letter queue, for alerting. The D1 row is the record; a
+ * failed send is only logged.
+ */
+export async function sendDeadLetter(env: Env, ref: DeliveryRef, error: string): Promise<void> {
   const deadLetter: DeadLetter = { source: ref.source, id: ref.id, error };
   await env.DEAD_LETTERS.send(deadLetter, { contentType: "json" }).catch((sendError: unknown) => {
     console.error(`dead-letter send failed for ${ref.source}/${ref.id} (it is failed in D1):`, describeError(sendError));
   });
-  return true;
 }
 
 /** A stable key for downstream APIs: the same for every attempt and replay of a delivery. */

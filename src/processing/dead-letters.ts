@@ -1,16 +1,24 @@
 /**
  * The dead-letter queue's consumer (`webhook-deliveries-dlq`): records what landed there.
  *
- * Two kinds of message arrive. Our own, sent by the consumer after it marked a delivery
- * `failed`: recording is a log line (for alerting); the row already says failed, and writing it
- * again could undo a replay made since. And the
- * queue's, when a message exhausted the consumer queue's max_retries (e.g. D1 kept failing):
- * those deliveries are marked `failed` here, so the admin API shows them and they can be replayed.
+ * Two kinds of message arrive, and neither changes a delivery's state in D1:
+ *
+ * - Our own, sent by the consumer after it marked a delivery `failed` (MAX_ATTEMPTS used up, a
+ *   `PermanentError`, or a worker that kept crashing): the row is the record, and this is a log
+ *   line for alerting. Writing the row again could undo a replay made since.
+ * - The queue's, when one message exhausted the consumer queue's `max_retries`. That says nothing
+ *   about the delivery: its handler's attempts are counted in D1 and its retry policy decided
+ *   there, and a message that kept meeting an infrastructure error (D1 or the lease objects
+ *   browning out for longer than the retries spanned) was never handled at all. Failing it would
+ *   fail work that a retry carries through, and could fail a delivery a live worker holds or one
+ *   replayed meanwhile. So the delivery goes back on the processing queue, after a pause; its
+ *   next claim meets the D1 row, which says what is left to do.
  */
-import { markFailed } from "../store/lifecycle";
-import { leaseFor } from "./consumer";
 import { describeError } from "./errors";
 import { isDeliveryRef } from "./messages";
+
+/** How long a delivery the queue gave up on waits before it is processed again. */
+export const REQUEUE_DELAY_SECONDS = 300;
 
 export async function recordDeadLetters(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   for (const message of batch.messages) {
@@ -21,23 +29,19 @@ export async function recordDeadLetters(batch: MessageBatch<unknown>, env: Env):
       continue;
     }
     if ("error" in body && typeof body.error === "string") {
-      // Ours: the consumer recorded the failure before sending this. Only log it: writing again
-      // could undo a replay that happened since (the row is the record, not this message).
       console.warn(`dead letter: ${body.source}/${body.id}: ${body.error}`);
       message.ack();
       continue;
     }
-    const error = `dead-lettered by the queue after ${message.attempts} attempts: processing kept failing before a result could be recorded`;
     try {
-      if (await markFailed(env.DB, body, null, error, Date.now())) {
-        // The lease object may still hold a lease whose alarm would requeue the delivery.
-        await leaseFor(env, body).reset();
-      }
-      console.warn(`dead letter: ${body.source}/${body.id}: ${error}`);
+      await env.DELIVERIES.send({ source: body.source, id: body.id }, { contentType: "json", delaySeconds: REQUEUE_DELAY_SECONDS });
+      console.warn(
+        `dead-letter queue: ${body.source}/${body.id} used up the queue's retries (${message.attempts} deliveries of its last message); back on the queue in ${REQUEUE_DELAY_SECONDS} s`,
+      );
       message.ack();
-    } catch (recordError) {
-      console.error(`dead-letter queue: could not record ${body.source}/${body.id}, will retry:`, describeError(recordError));
-      message.retry({ delaySeconds: 30 });
+    } catch (error) {
+      console.error(`dead-letter queue: could not requeue ${body.source}/${body.id}, will retry:`, describeError(error));
+      message.retry({ delaySeconds: 60 });
     }
   }
 }

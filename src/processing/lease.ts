@@ -2,14 +2,19 @@
  * DeliveryLease: one Durable Object per delivery, the single place where claims on that delivery
  * are serialized.
  *
- * - `claim` hands out a lease with a fresh fencing token, or says the delivery is busy, settled, or
- *   exhausted (its workers kept dying). Two workers never hold the same delivery.
- * - The lease is held by the object's one alarm. When the alarm fires and the holder has neither
- *   finished nor failed, the holder is presumed dead: the delivery goes back on the queue, and the
- *   next claim either takes over or, after MAX_ATTEMPTS, gives up.
- * - `release` (a retryable failure) and `settle` (done or failed) are refused for a stale token,
- *   so a worker whose lease ran out cannot overwrite the work of the worker that took over. The
- *   same token fences the handler's D1 commit (migrations/0001: `deliveries_lease_fence`).
+ * - `claim` hands out a lease with a fresh fencing token, or says the delivery is busy or settled.
+ *   Two workers never hold the same delivery.
+ * - The lease is held by the object's one alarm. A worker whose handler runs long extends it with
+ *   `renew`; when the alarm fires and the lease has passed without a word from its holder, the
+ *   holder is presumed dead: the delivery goes back on the queue and the next claim takes over
+ *   (`takeover: true`, which the consumer's crash-loop check needs).
+ * - `release` (a retry is due, or processing hit an infrastructure error) and `settle` (done or
+ *   failed) are refused for a stale token, so a worker whose lease ran out cannot overwrite the
+ *   work of the worker that took over. The same token fences the handler's D1 commit
+ *   (migrations/0001: `deliveries_lease_fence`).
+ * - Attempts are not counted here: D1 counts a handler run when it starts (store/lifecycle.ts
+ *   `markProcessing`), so a claim whose processing never reached the handler (D1 or this object
+ *   browning out) uses up nothing.
  * - A settled delivery leaves nothing behind: `settle` deletes the storage and, with the
  *   compatibility date ≥ 2026-02-24, the alarm. A late duplicate message then meets the D1 row,
  *   which is the judge of what is done.
@@ -17,21 +22,19 @@
  * This object never writes D1: the consumer owns the delivery's state there.
  */
 import { DurableObject } from "cloudflare:workers";
-import { loadConfig } from "../config";
+import { ConfigError, loadConfig } from "../config";
+import { describeError } from "./errors";
 import type { DeliveryRef } from "./messages";
 
 export type ClaimResult =
-  | { readonly kind: "granted"; readonly token: number; readonly attempt: number }
+  /** `takeover`: the previous holder's lease ran out without a result (it crashed or stalled). */
+  | { readonly kind: "granted"; readonly token: number; readonly takeover: boolean }
   | { readonly kind: "busy"; readonly leasedUntilMs: number }
   /** Already done or failed (and no replay since): nothing to do. */
-  | { readonly kind: "settled" }
-  /** The lease expired MAX_ATTEMPTS times without a result: record the delivery as failed, then settle. */
-  | { readonly kind: "exhausted"; readonly token: number; readonly attempts: number };
+  | { readonly kind: "settled" };
 
 interface LeaseState {
   readonly ref: DeliveryRef;
-  /** Claims granted since the last reset: the attempt number of the latest claim. */
-  attempts: number;
   /** The latest fencing token handed out. */
   token: number;
   /** While a worker holds the lease: when it ends (ms). Null when nobody holds it. */
@@ -41,6 +44,8 @@ interface LeaseState {
 }
 
 const STATE_KEY = "lease";
+/** How long an alarm waits to try again while the configuration is invalid. */
+const CONFIG_RETRY_MS = 60_000;
 
 export class DeliveryLease extends DurableObject<Env> {
   /**
@@ -70,33 +75,46 @@ export class DeliveryLease extends DurableObject<Env> {
   }
 
   async #claim(ref: DeliveryRef): Promise<ClaimResult> {
-    const config = loadConfig(this.env);
+    const leaseMs = loadConfig(this.env).leaseSeconds * 1000;
     const now = Date.now();
     const state = await this.#load();
-    if (!state && this.#settledAtMs !== null && now - this.#settledAtMs < config.leaseSeconds * 1000) return { kind: "settled" };
+    if (!state && this.#settledAtMs !== null && now - this.#settledAtMs < leaseMs) return { kind: "settled" };
     if (state?.heldUntilMs != null && !state.abandoned && now < state.heldUntilMs) {
       return { kind: "busy", leasedUntilMs: state.heldUntilMs };
     }
     // The previous holder vanished (alarm fired, or its lease passed before the alarm could run).
-    const abandoned = state !== null && (state.abandoned || (state.heldUntilMs !== null && now >= state.heldUntilMs));
+    const takeover = state !== null && (state.abandoned || (state.heldUntilMs !== null && now >= state.heldUntilMs));
     // Tokens only grow, even across a reset or a settled-then-replayed delivery: they start
     // from the clock, so a token issued before the storage was wiped can never be reissued.
     const token = Math.max((state?.token ?? 0) + 1, now);
-    const leaseMs = config.leaseSeconds * 1000;
-    if (abandoned && state.attempts >= config.maxAttempts) {
-      await this.#save({ ...state, token, heldUntilMs: now + leaseMs, abandoned: false });
-      return { kind: "exhausted", token, attempts: state.attempts };
-    }
-    const attempt = (state?.attempts ?? 0) + 1;
     this.#settledAtMs = null;
-    await this.#save({ ref, attempts: attempt, token, heldUntilMs: now + leaseMs, abandoned: false });
-    return { kind: "granted", token, attempt };
+    await this.#save({ ref, token, heldUntilMs: now + leaseMs, abandoned: false });
+    return { kind: "granted", token, takeover };
   }
 
   /**
-   * Gives the lease back after a retryable failure. The alarm is kept as a safety net at
-   * `retryAtMs` + one lease: if the queued retry is lost (local queues live in memory), the
-   * alarm puts the delivery back on the queue. False for a stale token.
+   * Extends the lease of a worker whose handler is still running by one lease period from now.
+   * False when `token` is no longer the lease (another worker took over, or it was settled).
+   */
+  renew(token: number): Promise<boolean> {
+    return this.#serially(() => this.#renew(token));
+  }
+
+  async #renew(token: number): Promise<boolean> {
+    const state = await this.#load();
+    if (!state || state.token !== token || state.heldUntilMs === null) return false;
+    // Also after the alarm marked it abandoned: nobody took over yet, and the requeued message
+    // will find it busy again.
+    const heldUntilMs = Date.now() + loadConfig(this.env).leaseSeconds * 1000;
+    await this.#save({ ...state, heldUntilMs, abandoned: false });
+    return true;
+  }
+
+  /**
+   * Gives the lease back: a retry is due at `retryAtMs` (a handler failed, or processing hit an
+   * infrastructure error). The alarm is kept as a safety net at `retryAtMs` + one lease: if the
+   * queued retry is lost (local queues live in memory), the alarm puts the delivery back on the
+   * queue. False for a stale token.
    */
   release(token: number, retryAtMs: number): Promise<boolean> {
     return this.#serially(() => this.#release(token, retryAtMs));
@@ -122,7 +140,7 @@ export class DeliveryLease extends DurableObject<Env> {
     return true;
   }
 
-  /** Admin replay: start over with attempts at zero. */
+  /** Admin replay: start over. */
   reset(): Promise<void> {
     return this.#serially(() => this.#reset());
   }
@@ -143,10 +161,27 @@ export class DeliveryLease extends DurableObject<Env> {
   async #alarm(): Promise<void> {
     const state = await this.#load();
     if (!state) return;
+    let leaseMs: number;
+    try {
+      leaseMs = loadConfig(this.env).leaseSeconds * 1000;
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      // The delivery waits for the configuration to be fixed; the alarm must not die meanwhile.
+      console.error(`lease of ${state.ref.source}/${state.ref.id}: ${describeError(error)}; trying again in a minute`);
+      await this.ctx.storage.setAlarm(Date.now() + CONFIG_RETRY_MS);
+      return;
+    }
+    const now = Date.now();
+    if (state.heldUntilMs !== null && now < state.heldUntilMs) {
+      // This alarm was scheduled for an earlier lease; the current one (renewed, or granted
+      // since) is alive: wait for its end instead of abandoning it.
+      await this.ctx.storage.setAlarm(state.heldUntilMs);
+      return;
+    }
     if (state.heldUntilMs !== null) await this.#put({ ...state, abandoned: true });
     // At-least-once: a duplicate message is harmless, the next claim sorts it out.
     await this.env.DELIVERIES.send(state.ref, { contentType: "json" });
-    await this.ctx.storage.setAlarm(Date.now() + loadConfig(this.env).leaseSeconds * 1000);
+    await this.ctx.storage.setAlarm(now + leaseMs);
   }
 
   async #load(): Promise<LeaseState | null> {

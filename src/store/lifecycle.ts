@@ -9,6 +9,15 @@ import type { DeliveryRef } from "../processing/messages";
 import { isoTime } from "./clock";
 import { blobBytes, type BlobColumn } from "./columns";
 
+/** What a `markProcessing` statement found. */
+export type Claimed =
+  /** The handler may run: this is its `attempt`-th run. */
+  | { readonly kind: "run"; readonly attempt: number; readonly delivery: ClaimedDelivery }
+  /** The handler ran MAX_ATTEMPTS times and its worker vanished every time: set aside as failed. */
+  | { readonly kind: "gave_up"; readonly attempts: number; readonly error: string }
+  /** Not claimable: already done or failed, deleted, or a newer claim got there first. */
+  | { readonly kind: "gone" };
+
 /** What the handler needs of a claimed delivery. */
 export interface ClaimedDelivery {
   readonly eventType: string | null;
@@ -18,30 +27,55 @@ export interface ClaimedDelivery {
 /** The D1 error the lease fence raises (migrations/0001, trigger `deliveries_lease_fence`). */
 export const LEASE_LOST = "lease_lost";
 
+/** The error recorded on a delivery whose workers kept dying (see `markProcessing`). */
+export function gaveUpError(attempts: number): string {
+  return `gave up: the worker kept crashing (${attempts} attempts without a result)`;
+}
+
 /**
- * Marks a delivery `processing` under `token` and returns it, in one statement (see
- * `claimedDelivery`). Its result has no row when the delivery is no longer claimable: already
- * done or failed, deleted, or a newer token already claimed it.
+ * Claims a delivery in D1 under `token`, in one statement, and counts the attempt: `attempts`
+ * goes up here, when the handler is about to run, so a claim that never got this far (D1 or the
+ * lease object failing) uses up nothing.
+ *
+ * The crash-loop check is part of the same statement: when the previous holder's lease ran out
+ * (`takeover`) while the row still says `processing` (its handler started and never reported),
+ * and that was the MAX_ATTEMPTS-th run, the delivery is set `failed` instead. A run whose worker
+ * reported a failure moved the row back to `received` first, so only vanished runs count here.
+ *
+ * Running it again with the same token is harmless (a batch that committed but reported an
+ * error is retried statement by statement): the row is returned again, the attempt not counted
+ * twice. SQLite evaluates every SET expression against the row as it was.
  */
-export function markProcessing(db: D1Database, ref: DeliveryRef, token: number, attempt: number, nowMs: number): D1PreparedStatement {
+export function markProcessing(
+  db: D1Database,
+  ref: DeliveryRef,
+  token: number,
+  takeover: boolean,
+  maxAttempts: number,
+  nowMs: number,
+): D1PreparedStatement {
   return db
     .prepare(
       `UPDATE deliveries
-          SET status = 'processing', attempts = ?3, lease_token = ?4, updated_at = ?5
+          SET status = CASE WHEN ?7 AND status = 'processing' AND attempts >= ?6 AND lease_token < ?3 THEN 'failed' ELSE 'processing' END,
+              error = CASE WHEN ?7 AND status = 'processing' AND attempts >= ?6 AND lease_token < ?3 THEN ?5 ELSE error END,
+              attempts = CASE WHEN coalesce(lease_token, 0) = ?3 OR (?7 AND status = 'processing' AND attempts >= ?6) THEN attempts ELSE attempts + 1 END,
+              lease_token = ?3, updated_at = ?4
         WHERE source = ?1 AND id = ?2
           AND status IN ('received', 'processing')
-          AND coalesce(lease_token, 0) < ?4
-        RETURNING event_type, body`,
+          AND coalesce(lease_token, 0) <= ?3
+        RETURNING status, attempts, event_type, CASE WHEN status = 'processing' THEN body END AS body`,
     )
-    .bind(ref.source, ref.id, attempt, token, isoTime(nowMs));
+    .bind(ref.source, ref.id, token, isoTime(nowMs), gaveUpError(maxAttempts), maxAttempts, takeover ? 1 : 0);
 }
 
-/** The delivery a `markProcessing` result returned, or null when it was not claimable. */
-export function claimedDelivery(result: D1Result): ClaimedDelivery | null {
-  const row = result.results[0] as { event_type: string | null; body: BlobColumn } | undefined;
-  if (!row) return null;
+/** What a `markProcessing` result says. */
+export function claimedDelivery(result: D1Result): Claimed {
+  const row = result.results[0] as { status: string; attempts: number; event_type: string | null; body: BlobColumn } | undefined;
+  if (!row) return { kind: "gone" };
+  if (row.status === "failed") return { kind: "gave_up", attempts: row.attempts, error: gaveUpError(row.attempts) };
   // A forced replay of a done delivery whose body retention already cleared hands over no bytes.
-  return { eventType: row.event_type, body: blobBytes(row.body) ?? new Uint8Array(0) };
+  return { kind: "run", attempt: row.attempts, delivery: { eventType: row.event_type, body: blobBytes(row.body) ?? new Uint8Array(0) } };
 }
 
 /**
@@ -71,9 +105,21 @@ export async function commitDone(
     await db.batch([markDone(db, ref, token, handled, nowMs), ...effects]);
     return "committed";
   } catch (error) {
-    if (isLeaseLost(error)) return "lease_lost";
+    if (isLeaseLost(error)) return (await committedWith(db, ref, token)) ? "committed" : "lease_lost";
     throw error;
   }
+}
+
+/**
+ * True when the delivery is done under `token`: an earlier commit of ours landed although its
+ * batch reported an error (the fence then refuses the second try, which is not a lost lease).
+ */
+export async function committedWith(db: D1Database, ref: DeliveryRef, token: number): Promise<boolean> {
+  const row = await db
+    .prepare("SELECT 1 AS yes FROM deliveries WHERE source = ?1 AND id = ?2 AND status = 'done' AND commit_token = ?3")
+    .bind(ref.source, ref.id, token)
+    .first<{ yes: number }>();
+  return row !== null;
 }
 
 /** True for the error the lease fence raises. */
@@ -93,16 +139,12 @@ export async function markRetrying(db: D1Database, ref: DeliveryRef, token: numb
   return result.meta.changes > 0;
 }
 
-/**
- * Sets a delivery aside as `failed` with its error. With a token it is fenced to that lease;
- * without one (the dead-letter recorder) it fails whatever is not yet settled.
- */
-export async function markFailed(db: D1Database, ref: DeliveryRef, token: number | null, error: string, nowMs: number): Promise<boolean> {
+/** Sets a delivery aside as `failed` with its error, fenced to the lease `token`. */
+export async function markFailed(db: D1Database, ref: DeliveryRef, token: number, error: string, nowMs: number): Promise<boolean> {
   const result = await db
     .prepare(
       `UPDATE deliveries SET status = 'failed', error = ?4, updated_at = ?5
-        WHERE source = ?1 AND id = ?2 AND status IN ('received', 'processing')
-          AND (?3 IS NULL OR lease_token = ?3)`,
+        WHERE source = ?1 AND id = ?2 AND status = 'processing' AND lease_token = ?3`,
     )
     .bind(ref.source, ref.id, token, error, isoTime(nowMs))
     .run();

@@ -1,8 +1,10 @@
 /** Drives the real consumer, lease objects and D1 inside the Workers runtime. */
-import { createExecutionContext, createMessageBatch, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { vi } from "vitest";
 import { consumeDeliveries, leaseFor } from "../../src/processing/consumer";
 import type { HandlerRegistry } from "../../src/processing/handlers";
+import type { DeliveryLease } from "../../src/processing/lease";
 import type { DeliveryRef } from "../../src/processing/messages";
 import { insertDelivery } from "../../src/store/record";
 
@@ -71,4 +73,18 @@ export async function createEffectTables(): Promise<void> {
 export async function countRows(sql: string, ...params: unknown[]): Promise<number> {
   const row = await env.DB.prepare(sql).bind(...params).first<{ n: number }>();
   return row?.n ?? 0;
+}
+
+/**
+ * Runs a lease object's alarm as it would fire once the current lease has run out: the clock is
+ * moved past the lease (LEASE_SECONDS, 60 in the tests) while it runs. Returns whether an alarm ran.
+ */
+export async function expireLease(stub: DurableObjectStub<DeliveryLease>, leaseSeconds = 60): Promise<boolean> {
+  const realNow = Date.now.bind(Date);
+  const clock = vi.spyOn(Date, "now").mockImplementation(() => realNow() + (leaseSeconds + 1) * 1000);
+  try {
+    return await runDurableObjectAlarm(stub);
+  } finally {
+    clock.mockRestore();
+  }
 }

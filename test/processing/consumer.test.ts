@@ -4,7 +4,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { PermanentError } from "../../src/processing/errors";
 import { defineHandlers, type Handler } from "../../src/processing/handlers";
 import { deliveryRow } from "../helpers/db";
-import { consume, countRows, createEffectTables, gate, leaseFor, recordingQueue, storeDelivery } from "../helpers/processing";
+import { faultyD1, faultyQueue, rebindObject } from "../helpers/faults";
+import { consume, countRows, createEffectTables, expireLease, gate, leaseFor, recordingQueue, storeDelivery } from "../helpers/processing";
 
 beforeAll(createEffectTables);
 
@@ -182,23 +183,26 @@ describe("the consumer", () => {
     expect(clash!.error).toMatch(/UNIQUE constraint failed/);
   });
 
-  it("retries the message, acking nothing, when D1 fails under it", async () => {
+  it("retries the message, acking nothing and counting no attempt, when D1 fails under it; the lease is released", async () => {
     const ref = { source: "orders", id: "d-infra" };
     await storeDelivery(ref);
-    const brokenDb = {
-      prepare() {
-        throw new Error("D1 is down");
-      },
-    } as unknown as D1Database;
-    const { outcomes, result } = await consume([ref], defineHandlers({ orders: { "*": countingHandler } }), { DB: brokenDb });
+    const down = faultyD1(env.DB, () => "throw");
+    const { outcomes, result, retryDelays } = await consume([ref], defineHandlers({ orders: { "*": countingHandler } }), { DB: down.db });
     expect(outcomes[0]).toMatchObject({ action: "retry", reason: "infrastructure" });
     expect(result.explicitAcks).toEqual([]);
     expect(result.retryMessages).toHaveLength(1);
+    expect(retryDelays).toEqual([10]);
+    expect(down.faulted.length).toBeGreaterThan(0);
+    // Nothing was recorded: the row is as stored, and the retry can claim at once.
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "received", attempts: 0, error: null });
+    expect(await leaseFor(env, ref).claim(ref)).toMatchObject({ kind: "granted", takeover: false });
   });
 
-  it("acks and drops a malformed message", async () => {
-    const { outcomes } = await consume([{ nonsense: true } as never], defineHandlers({}));
+  it("acks and drops a malformed message, explicitly", async () => {
+    const { outcomes, result } = await consume([{ nonsense: true } as never], defineHandlers({}));
     expect(outcomes[0]!.reason).toBe("malformed");
+    expect(result.explicitAcks).toHaveLength(1);
+    expect(result.retryMessages).toEqual([]);
   });
 });
 
@@ -237,15 +241,16 @@ describe("crashes and stalls", () => {
     });
     expect((await consume([ref], healthy)).outcomes[0]!.reason).toBe("busy");
 
-    const requeued = recordingQueue(env.DELIVERIES);
-    expect(await runDurableObjectAlarm(leaseFor(env, ref))).toBe(true);
+    const requeued = faultyQueue(null);
+    await rebindObject(leaseFor(env, ref), { DELIVERIES: requeued.queue });
+    expect(await expireLease(leaseFor(env, ref))).toBe(true);
+    expect(requeued.sent).toEqual([ref]); // the alarm put the delivery back on the queue
     const takeover = await consume([ref], healthy);
     expect(takeover.outcomes[0]!.reason).toBe("done");
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 2 });
     expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
     // The lesson the inbox cannot remove: an effect not keyed by the delivery happens twice.
     expect(await countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", ref.id)).toBe(2);
-    expect(requeued.sent).toEqual([]); // the alarm used the real binding, not this recorder
   });
 
   it("refuses the late finish of a stalled worker whose lease ran out; the new result stands", async () => {
@@ -267,7 +272,7 @@ describe("crashes and stalls", () => {
     });
     const slowRun = consume([ref], slow);
     await started.promise;
-    expect(await runDurableObjectAlarm(leaseFor(env, ref))).toBe(true);
+    expect(await expireLease(leaseFor(env, ref))).toBe(true);
     expect((await consume([ref], fast)).outcomes[0]!.reason).toBe("done");
 
     release.open();
@@ -294,7 +299,7 @@ describe("crashes and stalls", () => {
     for (let attempt = 1; attempt <= 5; attempt++) {
       void consume([ref], crashing);
       await expect.poll(() => runs).toBe(attempt);
-      expect(await runDurableObjectAlarm(leaseFor(env, ref))).toBe(true);
+      expect(await expireLease(leaseFor(env, ref))).toBe(true);
     }
     const { outcomes } = await consume([ref], crashing, { DEAD_LETTERS: deadLetters.producer });
     expect(outcomes[0]!.reason).toBe("exhausted");

@@ -1,35 +1,61 @@
-import { createMessageBatch, createExecutionContext, getQueueResult, runDurableObjectAlarm } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { recordDeadLetters } from "../../src/processing/dead-letters";
+import { recordDeadLetters, REQUEUE_DELAY_SECONDS } from "../../src/processing/dead-letters";
 import { deliveryRow } from "../helpers/db";
+import { faultyD1, faultyQueue } from "../helpers/faults";
 import { leaseFor, storeDelivery } from "../helpers/processing";
 
-async function deliverDeadLetters(bodies: unknown[]) {
+async function deliverDeadLetters(bodies: unknown[], overrides: Partial<Env> = {}) {
   const batch = createMessageBatch("webhook-deliveries-dlq", bodies.map((body, index) => ({ id: `dl-${index}`, timestamp: new Date(), attempts: 1, body })));
   const ctx = createExecutionContext();
-  await recordDeadLetters(batch, env);
+  await recordDeadLetters(batch, { ...env, ...overrides } as Env);
   return getQueueResult(batch, ctx);
 }
 
 describe("the dead-letter recorder", () => {
-  it("marks a delivery the queue dead-lettered as failed and clears its lease", async () => {
+  it("puts a delivery the queue gave up on back on the processing queue, after a pause, without failing it", async () => {
     const ref = { source: "dlq", id: "queue-gave-up" };
     await storeDelivery(ref);
-    await leaseFor(env, ref).claim(ref); // a holder that never reported back
-    const result = await deliverDeadLetters([ref]);
+    const queue = faultyQueue(null);
+    // D1 may still be down when the queue gives up (that is why it gave up): the recorder needs none of it.
+    const down = faultyD1(env.DB, () => "throw");
+    const result = await deliverDeadLetters([ref], { DELIVERIES: queue.queue, DB: down.db });
     expect(result.explicitAcks).toEqual(["dl-0"]);
-    const row = await deliveryRow(ref.source, ref.id);
-    expect(row!.status).toBe("failed");
-    expect(row!.error).toMatch(/dead-lettered by the queue/);
-    expect(await runDurableObjectAlarm(leaseFor(env, ref))).toBe(false);
+    expect(queue.sent).toEqual([ref]);
+    expect(queue.delays).toEqual([REQUEUE_DELAY_SECONDS]);
+    expect(down.calls).toEqual([]);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "received", error: null });
+  });
+
+  it("does not fail a delivery that a live worker holds: its lease stays as it was", async () => {
+    const ref = { source: "dlq", id: "held" };
+    await storeDelivery(ref);
+    const lease = leaseFor(env, ref);
+    const claim = await lease.claim(ref);
+    if (claim.kind !== "granted") throw new Error("expected a grant");
+    const queue = faultyQueue(null);
+    await deliverDeadLetters([ref], { DELIVERIES: queue.queue });
+    expect((await deliveryRow(ref.source, ref.id))!.status).toBe("received");
+    // The holder can still settle with its token: nobody reset the lease under it.
+    expect(await lease.renew(claim.token)).toBe(true);
+  });
+
+  it("retries its own message when the requeue fails, acking nothing", async () => {
+    const ref = { source: "dlq", id: "requeue-fails" };
+    const queue = faultyQueue(null, () => "throw");
+    const result = await deliverDeadLetters([ref], { DELIVERIES: queue.queue });
+    expect(result.explicitAcks).toEqual([]);
+    expect(result.retryMessages).toEqual([{ msgId: "dl-0" }]);
   });
 
   it("only logs its own dead letters, so a replay made since is not undone", async () => {
     const ref = { source: "dlq", id: "replayed-meanwhile" };
     await storeDelivery(ref); // failed, then replayed: `received` again by the time its dead letter lands
-    const result = await deliverDeadLetters([{ ...ref, error: "PermanentError: bad" }]);
+    const queue = faultyQueue(null);
+    const result = await deliverDeadLetters([{ ...ref, error: "PermanentError: bad" }], { DELIVERIES: queue.queue });
     expect(result.explicitAcks).toEqual(["dl-0"]);
+    expect(queue.sent).toEqual([]);
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "received", error: null });
   });
 
@@ -37,7 +63,7 @@ describe("the dead-letter recorder", () => {
     const ref = { source: "dlq", id: "done-meanwhile" };
     await storeDelivery(ref);
     await env.DB.prepare("UPDATE deliveries SET status = 'done' WHERE id = ?").bind(ref.id).run();
-    await deliverDeadLetters([ref]);
+    await deliverDeadLetters([ref], { DELIVERIES: faultyQueue(null).queue });
     expect((await deliveryRow(ref.source, ref.id))!.status).toBe("done");
   });
 });

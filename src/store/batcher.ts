@@ -1,0 +1,91 @@
+/**
+ * Coalesces the D1 work of concurrent jobs in one invocation: statements submitted while a batch
+ * is in flight go to D1 together, as one batch, when it lands.
+ *
+ * The consumer runs each delivery on its own (its lease covers only its own work), and this is
+ * what keeps its D1 work batched anyway: deliveries whose claims or handlers finish at about the
+ * same time share a round trip, and a delivery that arrives when D1 is idle is written at once.
+ * A combined batch is one transaction, so when it fails (D1 refused one job's statements, or
+ * failed as a whole) every job runs its own statements again alone: only the job at fault sees
+ * an error. Callers must therefore submit statements that are safe to run twice; the consumer's
+ * are fenced by the lease token (store/lifecycle.ts).
+ *
+ * Unlike group-commit.ts this never crosses requests: one batcher lives for one queue batch.
+ */
+
+/** Statements per combined batch: one transaction, kept to a size that commits quickly. */
+export const MAX_BATCH_STATEMENTS = 100;
+
+interface Pending {
+  readonly statements: readonly D1PreparedStatement[];
+  resolve(results: D1Result[]): void;
+  reject(error: unknown): void;
+}
+
+/** Runs groups of statements, each group atomically, sharing D1 round trips between groups. */
+export interface StatementBatcher {
+  /** Runs `statements` as one transaction; resolves with their results in order. */
+  run(statements: readonly D1PreparedStatement[]): Promise<D1Result[]>;
+}
+
+/**
+ * @example
+ * const batcher = createBatcher(env.DB);
+ * const [marked] = await batcher.run([markProcessing(...)]); // shares a batch with its neighbours
+ */
+export function createBatcher(db: D1Database, maxStatements = MAX_BATCH_STATEMENTS): StatementBatcher {
+  let inFlight = false;
+  let waiting: Pending[] = [];
+
+  async function flush(): Promise<void> {
+    while (waiting.length > 0) {
+      const group = takeGroup();
+      inFlight = true;
+      try {
+        await send(group);
+      } finally {
+        inFlight = false;
+      }
+    }
+  }
+
+  function takeGroup(): Pending[] {
+    let count = 0;
+    let taken = 0;
+    while (taken < waiting.length && (taken === 0 || count + waiting[taken]!.statements.length <= maxStatements)) {
+      count += waiting[taken]!.statements.length;
+      taken++;
+    }
+    const group = waiting.slice(0, taken);
+    waiting = waiting.slice(taken);
+    return group;
+  }
+
+  async function send(group: Pending[]): Promise<void> {
+    if (group.length === 1) {
+      const only = group[0]!;
+      await db.batch([...only.statements]).then(only.resolve, only.reject);
+      return;
+    }
+    try {
+      const results = await db.batch(group.flatMap((pending) => [...pending.statements]));
+      let offset = 0;
+      for (const pending of group) {
+        pending.resolve(results.slice(offset, offset + pending.statements.length));
+        offset += pending.statements.length;
+      }
+    } catch {
+      // One transaction for all: find out whose statements D1 refuses by running each alone.
+      await Promise.all(group.map((pending) => db.batch([...pending.statements]).then(pending.resolve, pending.reject)));
+    }
+  }
+
+  return {
+    run(statements) {
+      return new Promise<D1Result[]>((resolve, reject) => {
+        waiting.push({ statements, resolve, reject });
+        if (!inFlight) void flush();
+      });
+    },
+  };
+}
