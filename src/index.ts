@@ -3,15 +3,15 @@
  *
  * - fetch: the Hono app (receiver, health, admin API)
  * - queue: the delivery consumer, and the dead-letter recorder for the dead-letter queue
- * - scheduled: the sweeper (cron)
- * - Durable Objects: DeliveryLease (one per delivery) and Sweeper (the local-dev heartbeat)
+ * - scheduled: the sweeper (cron), reported to the Sweeper object
+ * - Durable Objects: DeliveryLease (one per delivery) and Sweeper (the sweep heartbeat)
  */
 import { HANDLERS } from "./handlers";
 import { app } from "./http/app";
 import { consumeDeliveries } from "./processing/consumer";
 import { recordDeadLetters } from "./processing/dead-letters";
 import { DEAD_LETTER_QUEUE } from "./processing/messages";
-import { ensureSweepHeartbeat, sweep } from "./processing/sweeper";
+import { ensureSweepHeartbeat, sweepFromCron } from "./processing/sweeper";
 
 export { DeliveryLease } from "./processing/lease";
 export { Sweeper } from "./processing/sweeper";
@@ -25,6 +25,6 @@ export default {
   },
 
   async scheduled(controller, env) {
-    await sweep(env, controller.scheduledTime);
+    await sweepFromCron(env, controller.scheduledTime);
   },
 } satisfies ExportedHandler<Env, unknown>;

@@ -7,12 +7,16 @@
  * - Rows older than RETENTION_DAYS are deleted; bodies of `done` rows are cleared after
  *   BODY_RETENTION_DAYS (they hold personal data).
  *
- * Production runs it from the cron trigger. `wrangler dev` runs no cron, so with
- * SWEEP_INTERVAL_SECONDS > 0 (set in .dev.vars) the `Sweeper` Durable Object runs it from an
- * alarm instead; alarms are persisted and fire again after the runtime restarts.
+ * Two things run it, and neither needs a setting:
+ * - the cron trigger (production), which reports each sweep to the `Sweeper` object;
+ * - the `Sweeper` object's heartbeat alarm, every SWEEP_INTERVAL_SECONDS (default 20). It sweeps
+ *   only when no cron sweep was reported in the last CRON_ALIVE_MS, so under a working cron it
+ *   just re-arms, about once a minute; where no cron runs (`wrangler dev`, or a deploy whose
+ *   trigger was removed) it is the sweeper. Alarms are persisted: after `kill -9` of the local
+ *   runtime the heartbeat fires again on restart. SWEEP_INTERVAL_SECONDS=0 turns it off.
  */
 import { DurableObject } from "cloudflare:workers";
-import { loadConfig } from "../config";
+import { ConfigError, loadConfig } from "../config";
 import { applyRetention, takeStranded, type RetentionResult } from "../store/sweep";
 import { enqueueDeliveries } from "./enqueue";
 import { describeError } from "./errors";
@@ -52,34 +56,117 @@ export async function sweep(env: Env, nowMs: number): Promise<SweepReport> {
   return report;
 }
 
-let heartbeatChecked = false;
+/** A cron sweep reported within this long means the cron is alive: the heartbeat only watches. */
+export const CRON_ALIVE_MS = 180_000;
+/** While the cron is alive the heartbeat re-arms at least this far ahead (about one alarm a minute). */
+export const WATCH_INTERVAL_MS = 60_000;
+/** With an invalid config the heartbeat cannot know its interval: it tries again this often. */
+export const CONFIG_RETRY_MS = 60_000;
+const LAST_CRON_SWEEP_KEY = "lastCronSweepMs";
+
+/** What one beat of the heartbeat does: sweep or not, and when the next beat is. */
+export interface Beat {
+  readonly sweep: boolean;
+  readonly nextAlarmMs: number;
+}
 
 /**
- * Makes sure the local heartbeat alarm is set (once per isolate; a no-op where
- * SWEEP_INTERVAL_SECONDS is 0, as in production, which has the cron).
+ * Decides a beat at `nowMs`: sweep unless the cron reported a sweep recently, in which case
+ * only watch (re-arm at the longer interval) so a removed cron trigger is noticed.
+ * @example
+ * planBeat(now, 20_000, undefined); // { sweep: true, nextAlarmMs: now + 20_000 }
+ * planBeat(now, 20_000, now - 30_000); // { sweep: false, nextAlarmMs: now + 60_000 }
+ */
+export function planBeat(nowMs: number, intervalMs: number, lastCronSweepMs: number | undefined): Beat {
+  const cronAlive = lastCronSweepMs !== undefined && nowMs - lastCronSweepMs < CRON_ALIVE_MS;
+  if (cronAlive) return { sweep: false, nextAlarmMs: nowMs + Math.max(intervalMs, WATCH_INTERVAL_MS) };
+  return { sweep: true, nextAlarmMs: nowMs + intervalMs };
+}
+
+/** The one Sweeper object. */
+export function sweeperFor(env: Env): DurableObjectStub<Sweeper> {
+  return env.SWEEPER.get(env.SWEEPER.idFromName("sweeper"));
+}
+
+/**
+ * The cron trigger's sweep at `scheduledTimeMs`, reported to the Sweeper so that its heartbeat
+ * stands by. Never throws for a bad config (logged: the next run tries again).
+ */
+export async function sweepFromCron(env: Env, scheduledTimeMs: number): Promise<void> {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.error(`cron sweep skipped until the configuration is fixed: ${error.message}`);
+    return;
+  }
+  await sweep(env, scheduledTimeMs);
+  try {
+    await sweeperFor(env).noteCronSweep();
+  } catch (error) {
+    // Harmless: the heartbeat then sweeps too (the sweep's claims are atomic).
+    console.error("could not report the cron sweep to the Sweeper:", describeError(error));
+  }
+}
+
+// Envs whose heartbeat was armed (or found armed) by this isolate: one object call per isolate.
+const heartbeatArmed = new WeakSet<object>();
+
+/**
+ * Makes sure the heartbeat alarm is set, once per isolate (a no-op with SWEEP_INTERVAL_SECONDS=0).
+ * Called after each stored delivery and each queue batch; never throws.
  */
 export async function ensureSweepHeartbeat(env: Env): Promise<void> {
-  if (heartbeatChecked || loadConfig(env).sweepIntervalSeconds === 0) return;
-  heartbeatChecked = true;
+  if (heartbeatArmed.has(env)) return;
   try {
-    await env.SWEEPER.get(env.SWEEPER.idFromName("sweeper")).ensureScheduled();
+    if (loadConfig(env).sweepIntervalSeconds === 0) return;
   } catch (error) {
-    heartbeatChecked = false;
+    if (error instanceof ConfigError) return; // reported by the request or batch that called us
+    throw error;
+  }
+  heartbeatArmed.add(env);
+  try {
+    await sweeperFor(env).ensureScheduled();
+  } catch (error) {
+    heartbeatArmed.delete(env);
     console.error("could not arm the sweep heartbeat:", describeError(error));
   }
 }
 
-/** The heartbeat: a single object whose alarm runs the sweeper every SWEEP_INTERVAL_SECONDS. */
+/** The heartbeat: a single object whose alarm sweeps where no cron does (see the module doc). */
 export class Sweeper extends DurableObject<Env> {
+  /** Arms the alarm one interval ahead unless it is armed already (or the heartbeat is off). */
   async ensureScheduled(): Promise<void> {
     const intervalMs = loadConfig(this.env).sweepIntervalSeconds * 1000;
     if (intervalMs > 0 && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + intervalMs);
   }
 
+  /** The cron has just swept: remember when, and make sure the heartbeat watches over it. */
+  async noteCronSweep(): Promise<void> {
+    await this.ctx.storage.put(LAST_CRON_SWEEP_KEY, Date.now());
+    await this.ensureScheduled();
+  }
+
   override async alarm(): Promise<void> {
-    const intervalMs = loadConfig(this.env).sweepIntervalSeconds * 1000;
-    // Re-arm first: a sweep that throws is retried by the platform, and the heartbeat goes on.
-    if (intervalMs > 0) await this.ctx.storage.setAlarm(Date.now() + intervalMs);
-    await sweep(this.env, Date.now());
+    const nowMs = Date.now();
+    let intervalMs: number;
+    try {
+      intervalMs = loadConfig(this.env).sweepIntervalSeconds * 1000;
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      console.error(`sweep heartbeat: ${error.message}; trying again in ${CONFIG_RETRY_MS / 1000} s`);
+      await this.ctx.storage.setAlarm(nowMs + CONFIG_RETRY_MS);
+      return;
+    }
+    if (intervalMs === 0) return; // turned off: not re-armed
+    const beat = planBeat(nowMs, intervalMs, await this.ctx.storage.get<number>(LAST_CRON_SWEEP_KEY));
+    // Re-arm first, and keep a failed sweep from throwing: the next beat is the retry.
+    await this.ctx.storage.setAlarm(beat.nextAlarmMs);
+    if (!beat.sweep) return;
+    try {
+      await sweep(this.env, nowMs);
+    } catch (error) {
+      console.error(`heartbeat sweep failed; next beat in ${intervalMs / 1000} s:`, describeError(error));
+    }
   }
 }
