@@ -127,13 +127,11 @@ export async function deliveryStats(db: D1Database, nowMs: number): Promise<Deli
 }
 
 /**
- * One page of deliveries, newest first, ordered by (received_at, source, id) descending: a total
- * order, so a page boundary never skips or repeats a row, even while new deliveries arrive.
- * @example
- * const first = await listDeliveries(env.DB, { status: "failed", limit: 50 });
- * const second = await listDeliveries(env.DB, { status: "failed", limit: 50, after: first.nextKey ?? undefined });
+ * The listing's statement: newest first by (received_at, source, id), the `deliveries_by_age`
+ * index (migrations/0005) when no status is given and `deliveries_by_status_age` when one is.
+ * Exported so that a test can `EXPLAIN QUERY PLAN` it.
  */
-export async function listDeliveries(db: D1Database, query: ListingQuery): Promise<ListingPage> {
+export function listingStatement(query: ListingQuery): { readonly sql: string; readonly params: readonly unknown[] } {
   const conditions: string[] = [];
   const params: unknown[] = [];
   if (query.status) {
@@ -152,8 +150,23 @@ export async function listDeliveries(db: D1Database, query: ListingQuery): Promi
   // One row more than asked tells whether another page exists.
   params.push(query.limit + 1);
   const where = conditions.length > 0 ? `WHERE ${conditions.join(" AND ")}` : "";
+  return {
+    sql: `SELECT ${SUMMARY_COLUMNS} FROM deliveries ${where} ORDER BY received_at DESC, source DESC, id DESC LIMIT ?${params.length}`,
+    params,
+  };
+}
+
+/**
+ * One page of deliveries, newest first, ordered by (received_at, source, id) descending: a total
+ * order, so a page boundary never skips or repeats a row, even while new deliveries arrive.
+ * @example
+ * const first = await listDeliveries(env.DB, { status: "failed", limit: 50 });
+ * const second = await listDeliveries(env.DB, { status: "failed", limit: 50, after: first.nextKey ?? undefined });
+ */
+export async function listDeliveries(db: D1Database, query: ListingQuery): Promise<ListingPage> {
+  const { sql, params } = listingStatement(query);
   const { results } = await db
-    .prepare(`SELECT ${SUMMARY_COLUMNS} FROM deliveries ${where} ORDER BY received_at DESC, source DESC, id DESC LIMIT ?${params.length}`)
+    .prepare(sql)
     .bind(...params)
     .all<DeliveryRow>();
   const page = results.slice(0, query.limit).map(toSummary);

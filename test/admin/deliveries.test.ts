@@ -1,5 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { listingStatement } from "../../src/store/admin";
 import { insertDelivery } from "../../src/store/record";
 import { standardRequest } from "../helpers/signers";
 import { admin } from "./client";
@@ -149,5 +150,25 @@ describe("GET /admin/deliveries/:source/:id", () => {
   it("answers 404 not_found for an unknown delivery", async () => {
     const result = await admin("/deliveries/standard/msg_unknown");
     expect(result).toMatchObject({ status: 404, json: { error: "not_found", message: "no delivery standard/msg_unknown" } });
+  });
+});
+
+describe("the listing's query plan", () => {
+  const after = { receivedAt: "2026-12-01T00:00:00.000Z", source: "stripe", id: "evt_1" };
+
+  async function planOf(query: Parameters<typeof listingStatement>[0]): Promise<string[]> {
+    const { sql, params } = listingStatement(query);
+    const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+    return results.map((row) => row.detail);
+  }
+
+  it("walks the age index newest first without a status, on the first page and after a cursor, sorting nothing", async () => {
+    expect(await planOf({ limit: 50 })).toEqual(["SCAN deliveries USING INDEX deliveries_by_age"]);
+    expect(await planOf({ limit: 50, after })).toEqual(["SEARCH deliveries USING INDEX deliveries_by_age ((received_at,source,id)<(?,?,?))"]);
+  });
+
+  it("walks the (status, received_at) index with a status", async () => {
+    const plan = await planOf({ status: "failed", limit: 50, after });
+    expect(plan[0]).toMatch(/^SEARCH deliveries USING INDEX deliveries_by_status_age \(status=\? AND received_at<\?\)$/);
   });
 });
