@@ -2,12 +2,14 @@
  * webhook-inbox: the Worker's entry points, wired and nothing else.
  *
  * - fetch: the Hono app (receiver, health, admin API)
- * - queue: the delivery consumer, and the dead-letter recorder for the dead-letter queue
+ * - queue: the delivery consumer, and the dead-letter recorder for the dead-letter queue; both
+ *   wait (the batch is retried with a delay) while the configuration is invalid
  * - scheduled: the sweeper (cron), reported to the Sweeper object
  * - Durable Objects: DeliveryLease (one per delivery) and Sweeper (the sweep heartbeat)
  */
 import { HANDLERS } from "./handlers";
 import { app } from "./http/app";
+import { deferIfConfigInvalid } from "./processing/config-wait";
 import { consumeDeliveries } from "./processing/consumer";
 import { recordDeadLetters } from "./processing/dead-letters";
 import { DEAD_LETTER_QUEUE } from "./processing/messages";
@@ -20,6 +22,7 @@ export default {
   fetch: app.fetch,
 
   async queue(batch, env) {
+    if (deferIfConfigInvalid(batch, env)) return;
     if (batch.queue === DEAD_LETTER_QUEUE) return recordDeadLetters(batch, env);
     await Promise.all([consumeDeliveries(batch, env, HANDLERS), ensureSweepHeartbeat(env)]);
   },

@@ -1,6 +1,6 @@
 /** The Hono app: config, the error boundary, health, the receiver. */
 import { Hono } from "hono";
-import { loadConfig } from "../config";
+import { ConfigError, loadConfig } from "../config";
 import { admin } from "./admin";
 import { renderError } from "./errors";
 import { receiver } from "./receiver";
@@ -8,14 +8,25 @@ import type { AppEnv } from "./types";
 
 export const app = new Hono<AppEnv>();
 
-// Parsed once per env object; a bad var fails every request with `config_invalid` instead of
-// running with a guessed value.
+// Before the config middleware, so it can say what is wrong: each bad var and the problem, never
+// a value (the route is public). 503 makes load balancers and uptime checks notice.
+app.get("/health", (c) => {
+  try {
+    loadConfig(c.env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    return c.json({ status: "config_invalid", problems: error.problems }, 503);
+  }
+  return c.json({ status: "ok" });
+});
+
+// Parsed once per env object; a bad var answers every other request 503 `config_invalid`
+// (renderError) instead of running with a guessed value.
 app.use("*", async (c, next) => {
   c.set("config", loadConfig(c.env));
   await next();
 });
 
-app.get("/health", (c) => c.json({ status: "ok" }));
 app.route("/", receiver);
 app.route("/admin", admin);
 

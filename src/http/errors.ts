@@ -32,6 +32,10 @@ const CODE_BY_STATUS: Record<number, string> = {
   503: "unavailable",
 };
 
+/** What a 503 `config_invalid` suggests to a client: a fix takes someone a few minutes. */
+const CONFIG_RETRY_AFTER_SECONDS = 300;
+
+/** The error boundary (`app.onError`): every error as `{"error", "message"}`, nothing internal. */
 export function renderError(error: Error, c: Context): Response {
   if (error instanceof ApiError) {
     return c.json({ error: error.code, message: error.message }, error.status as ContentfulStatusCode, error.headers);
@@ -41,9 +45,15 @@ export function renderError(error: Error, c: Context): Response {
     return c.json({ error: CODE_BY_STATUS[status] ?? "http_error", message: error.message || "request refused" }, status);
   }
   if (error instanceof ConfigError) {
-    // The message names the bad vars (never their values): useful in `wrangler tail`, kept out of responses.
+    // 503, not 500: retryable, so providers keep the delivery and send it again once the var is
+    // fixed. The message names the bad vars (never their values), for `wrangler tail`; the
+    // response only points at /health, which lists them.
     console.error(error.message);
-    return c.json({ error: "config_invalid", message: "the inbox configuration is invalid; see the worker logs" }, 500);
+    return c.json(
+      { error: "config_invalid", message: "the inbox configuration is invalid; GET /health names the variables" },
+      503,
+      { "Retry-After": String(CONFIG_RETRY_AFTER_SECONDS) },
+    );
   }
   console.error("unhandled error:", error instanceof Error ? error.name : typeof error, error.message);
   return c.json({ error: "internal_error", message: "internal error" }, 500);
