@@ -81,7 +81,7 @@ describe("an invalid configuration", () => {
         retryAll(options);
       };
       const ctx = createExecutionContext();
-      await worker.queue(batch, badEnv, ctx);
+      await worker.queue(batch, badEnv);
       await waitOnExecutionContext(ctx);
       const result = await getQueueResult(batch, ctx);
       expect(result.retryBatch.retry).toBe(true);
