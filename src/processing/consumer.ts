@@ -139,14 +139,14 @@ async function processClaimed(
   try {
     await commits.run([markDone(env.DB, ref, token, handled.handled, Date.now()), ...handled.effects]);
   } catch (error) {
-    if (isLeaseLost(error)) {
-      // Either a commit of ours landed although D1 reported an error (then this is a success), or
-      // our lease ran out and another worker took over: its result stands, ours committed nothing.
-      if (!(await committedWith(env.DB, ref, token))) return { action: "ack", reason: "lease_lost" };
-    } else if (isStatementError(error)) {
+    if (isStatementError(error) && !isLeaseLost(error)) {
       // The handler's own effects broke the commit (a constraint, a stale order-guard version).
       return handleFailure(error, env, config, ref, lease, token, claimed.attempt);
-    } else {
+    }
+    // A lost lease: another worker took over, its result stands and ours committed nothing.
+    // Unless a commit of ours landed although D1 reported an error: then this is a success.
+    if (!(await committedWith(env.DB, ref, token))) {
+      if (isLeaseLost(error)) return { action: "ack", reason: "lease_lost" };
       throw error;
     }
   }

@@ -7,8 +7,9 @@
  * same time share a round trip, and a delivery that arrives when D1 is idle is written at once.
  * A combined batch is one transaction, so when it fails (D1 refused one job's statements, or
  * failed as a whole) every job runs its own statements again alone: only the job at fault sees
- * an error. Callers must therefore submit statements that are safe to run twice; the consumer's
- * are fenced by the lease token (store/lifecycle.ts).
+ * an error, and a job whose statements fail alone tries once more. Callers must therefore submit
+ * statements that are safe to run again after they landed; the consumer's are (the lease token
+ * fences them, store/lifecycle.ts).
  *
  * Unlike group-commit.ts this never crosses requests: one batcher lives for one queue batch.
  */
@@ -61,12 +62,17 @@ export function createBatcher(db: D1Database, maxStatements = MAX_BATCH_STATEMEN
     return group;
   }
 
+  /** One job's statements alone, tried twice: a batch that reported an error may still have landed, or met a passing fault. */
+  function runAlone(pending: Pending): Promise<void> {
+    const statements = [...pending.statements];
+    return db
+      .batch(statements)
+      .catch(() => db.batch(statements))
+      .then(pending.resolve, pending.reject);
+  }
+
   async function send(group: Pending[]): Promise<void> {
-    if (group.length === 1) {
-      const only = group[0]!;
-      await db.batch([...only.statements]).then(only.resolve, only.reject);
-      return;
-    }
+    if (group.length === 1) return runAlone(group[0]!);
     try {
       const results = await db.batch(group.flatMap((pending) => [...pending.statements]));
       let offset = 0;
@@ -76,7 +82,7 @@ export function createBatcher(db: D1Database, maxStatements = MAX_BATCH_STATEMEN
       }
     } catch {
       // One transaction for all: find out whose statements D1 refuses by running each alone.
-      await Promise.all(group.map((pending) => db.batch([...pending.statements]).then(pending.resolve, pending.reject)));
+      await Promise.all(group.map(runAlone));
     }
   }
 

@@ -16,11 +16,14 @@ export async function storeDelivery(ref: DeliveryRef, event: unknown = {}, event
   await insertDelivery(env.DB, { ...ref, eventType, body, receivedAtMs: Date.now() }).run();
 }
 
-/** Runs one queue batch of `refs` through the consumer; returns the outcomes and the ack/retry result. */
-export async function consume(refs: readonly DeliveryRef[], handlers: HandlerRegistry, overrides: Partial<Env> = {}) {
+/**
+ * Runs one queue batch of `refs` through the consumer; returns the outcomes and the ack/retry result.
+ * `options.attempts`: how often the queue has delivered these messages already (1: the first time).
+ */
+export async function consume(refs: readonly DeliveryRef[], handlers: HandlerRegistry, overrides: Partial<Env> = {}, options: { attempts?: number } = {}) {
   const batch = createMessageBatch<DeliveryRef>(
     "webhook-deliveries",
-    refs.map((body) => ({ id: `message-${++messageCounter}`, timestamp: new Date(), attempts: 1, body })),
+    refs.map((body) => ({ id: `message-${++messageCounter}`, timestamp: new Date(), attempts: options.attempts ?? 1, body })),
   );
   // The test batch records retry() calls but not their options: spy to see the delays asked for.
   const retryDelays: (number | undefined)[] = [];

@@ -1,0 +1,303 @@
+/**
+ * The consumer under injected faults: slow and hung handlers, D1 and lease-object brownouts,
+ * batches that commit and then report an error, a crash between a handler's external call and
+ * its commit. Each drives the real consumer, lease objects and D1 (test/helpers/faults.ts).
+ */
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { defineHandlers, type Handler } from "../../src/processing/handlers";
+import { deliveryRow } from "../helpers/db";
+import { faultyD1, faultyNamespace, rebindObject } from "../helpers/faults";
+import { consume, countRows, createEffectTables, expireLease, gate, leaseFor, storeDelivery } from "../helpers/processing";
+
+beforeAll(async () => {
+  await createEffectTables();
+  // A stand-in for a downstream API that deduplicates on the idempotency key (Stripe's Idempotency-Key).
+  await env.DB.prepare("CREATE TABLE IF NOT EXISTS downstream_calls (idempotency_key TEXT PRIMARY KEY, delivery_id TEXT, calls INTEGER)").run();
+});
+
+/** Counts every run (unkeyed) and commits one keyed effect with the done mark. */
+const counting: Handler = (_event, ctx) => {
+  ctx.effect(ctx.env.DB.prepare("INSERT INTO keyed_effects (delivery_id, note) VALUES (?, 'ok')").bind(ctx.deliveryId));
+  return [ctx.env.DB.prepare("INSERT INTO unkeyed_effects (delivery_id, note) VALUES (?, 'run')").bind(ctx.deliveryId)];
+};
+
+const runsOf = (id: string) => countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", id);
+const keyedOf = (id: string) => countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ?", id);
+
+async function leaseState(ref: { source: string; id: string }) {
+  return runInDurableObject(leaseFor(env, ref), async (_instance, ctx) => ({
+    state: await ctx.storage.get<{ heldUntilMs: number | null; abandoned: boolean }>("lease"),
+    alarm: await ctx.storage.getAlarm(),
+  }));
+}
+
+describe("a slow handler", () => {
+  it("holds up neither the leases nor the results of the fast deliveries in its batch", async () => {
+    const slow = { source: "slowbatch", id: "slow" };
+    const fast = Array.from({ length: 12 }, (_, index) => ({ source: "slowbatch", id: `fast-${index}` }));
+    for (const ref of [slow, ...fast]) await storeDelivery(ref);
+    const started = gate();
+    const release = gate();
+    const handlers = defineHandlers({
+      slowbatch: {
+        "*": async (event, ctx) => {
+          if (ctx.deliveryId === "slow") {
+            started.open();
+            await release.promise;
+          }
+          return counting(event, ctx) as never;
+        },
+      },
+    });
+    const run = consume([slow, ...fast], handlers);
+    await started.promise;
+    // The fast ones are done (committed, leases settled) while the slow one still runs.
+    await expect.poll(() => countRows("SELECT COUNT(*) AS n FROM deliveries WHERE source = 'slowbatch' AND status = 'done'"), { timeout: 5_000 }).toBe(12);
+    expect((await deliveryRow(slow.source, slow.id))!.status).toBe("processing");
+    for (const ref of fast) expect((await leaseState(ref)).state).toBeUndefined();
+    release.open();
+    const { outcomes, result } = await run;
+    expect(outcomes.every((outcome) => outcome.reason === "done")).toBe(true);
+    expect(result.explicitAcks).toHaveLength(13);
+    for (const ref of [slow, ...fast]) expect(await runsOf(ref.id)).toBe(1);
+  });
+
+  it("keeps its lease by renewing it past LEASE_SECONDS: a concurrent consumer meets it busy, and it runs once", async () => {
+    const ref = { source: "slowlease", id: "renewed" };
+    await storeDelivery(ref);
+    // A 3 s lease for this object and this consumer: renewals every second.
+    await rebindObject(leaseFor(env, ref), { LEASE_SECONDS: "3" });
+    const started = gate();
+    const release = gate();
+    const handlers = defineHandlers({
+      slowlease: {
+        "*": async (event, ctx) => {
+          started.open();
+          await release.promise;
+          return counting(event, ctx) as never;
+        },
+      },
+    });
+    const first = consume([ref], handlers, { LEASE_SECONDS: "3" });
+    await started.promise;
+    const claimedUntil = (await leaseState(ref)).state!.heldUntilMs!;
+    // Wait past the end of the lease as first granted; renewals must have moved it on.
+    await expect.poll(async () => (await leaseState(ref)).state!.heldUntilMs! > claimedUntil + 2_000, { timeout: 8_000, interval: 250 }).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, claimedUntil + 500 - Date.now())));
+    // The alarm of the first lease fires now: the lease is alive, so it neither abandons nor requeues it.
+    expect(await expireLease(leaseFor(env, ref), 0)).toBe(true);
+    expect((await leaseState(ref)).state).toMatchObject({ abandoned: false });
+    // Another consumer invocation (production runs several at once) gets the same delivery: busy.
+    const second = await consume([ref], handlers, { LEASE_SECONDS: "3" });
+    expect(second.outcomes[0]!.reason).toBe("busy");
+    release.open();
+    expect((await first).outcomes[0]!.reason).toBe("done");
+    expect(await runsOf(ref.id)).toBe(1);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 });
+  });
+
+  it("is given up on after HANDLER_TIMEOUT_SECONDS as a retryable failure, and its lease is released", async () => {
+    const ref = { source: "hung", id: "never-returns" };
+    await storeDelivery(ref);
+    const handlers = defineHandlers({ hung: { "*": () => new Promise<never>(() => {}) } });
+    const { outcomes, retryDelays } = await consume([ref], handlers, { HANDLER_TIMEOUT_SECONDS: "1" });
+    expect(outcomes[0]).toMatchObject({ action: "retry", reason: "handler_error" });
+    expect(retryDelays).toEqual([2]);
+    const row = await deliveryRow(ref.source, ref.id);
+    expect(row).toMatchObject({ status: "received", attempts: 1 });
+    expect(row!.error).toBe("HandlerTimeoutError: the handler did not return within 1 s");
+    expect(await leaseFor(env, ref).claim(ref)).toMatchObject({ kind: "granted", takeover: false });
+  });
+});
+
+describe("infrastructure failures", () => {
+  it("fail no delivery through a long D1 brownout (alarms and retries included); after it, done once with one attempt", async () => {
+    const ref = { source: "brownout", id: "d1-down" };
+    await storeDelivery(ref);
+    const down = faultyD1(env.DB, () => "throw");
+    const handlers = defineHandlers({ brownout: { "*": counting } });
+    const delays: (number | undefined)[] = [];
+    // Far more rounds than MAX_ATTEMPTS (5): each a queue retry, each followed by the lease alarm
+    // firing as it would while the outage lasts.
+    for (let round = 1; round <= 12; round++) {
+      const { outcomes, retryDelays } = await consume([ref], handlers, { DB: down.db }, { attempts: round });
+      expect(outcomes[0]).toMatchObject({ action: "retry", reason: "infrastructure" });
+      delays.push(...retryDelays);
+      await expireLease(leaseFor(env, ref));
+    }
+    expect(delays).toEqual([10, 20, 40, 80, 160, 300, 300, 300, 300, 300, 300, 300]);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "received", attempts: 0 });
+    const recovered = await consume([ref], handlers, {}, { attempts: 13 });
+    expect(recovered.outcomes[0]!.reason).toBe("done");
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 });
+    expect(await runsOf(ref.id)).toBe(1);
+  });
+
+  it("fail no delivery when D1 fails after the handler ran, on its last attempt", async () => {
+    const ref = { source: "brownout", id: "commit-fails-last" };
+    await storeDelivery(ref);
+    await env.DB.prepare("UPDATE deliveries SET attempts = 4, error = 'earlier failure' WHERE id = ?").bind(ref.id).run();
+    // D1 answers the claim, then fails everything: the commit and the retry bookkeeping.
+    const flaky = faultyD1(env.DB, (call) => (call.n > 1 ? "throw" : undefined));
+    const handlers = defineHandlers({ brownout: { "*": counting } });
+    const failed = await consume([ref], handlers, { DB: flaky.db });
+    expect(failed.outcomes[0]).toMatchObject({ action: "retry", reason: "infrastructure" });
+    const again = await consume([ref], handlers);
+    expect(again.outcomes[0]!.reason).toBe("done");
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 6 });
+    expect(await keyedOf(ref.id)).toBe(1);
+  });
+
+  it("fail no delivery when the lease object browns out: nothing recorded, the retry carries it through", async () => {
+    const ref = { source: "leasedown", id: "claim-fails" };
+    await storeDelivery(ref);
+    const down = faultyNamespace(env.DELIVERY_LEASE, () => "throw");
+    const handlers = defineHandlers({ leasedown: { "*": counting } });
+    for (let round = 1; round <= 8; round++) {
+      const { outcomes } = await consume([ref], handlers, { DELIVERY_LEASE: down.namespace }, { attempts: round });
+      expect(outcomes[0]).toMatchObject({ action: "retry", reason: "infrastructure" });
+    }
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "received", attempts: 0 });
+    expect((await consume([ref], handlers)).outcomes[0]!.reason).toBe("done");
+    expect(await runsOf(ref.id)).toBe(1);
+  });
+
+  it("keep a delivery done when its lease cannot be settled; the lease's alarm clears it later", async () => {
+    const ref = { source: "leasedown", id: "settle-fails" };
+    await storeDelivery(ref);
+    const noSettle = faultyNamespace(env.DELIVERY_LEASE, (call) => (call.method === "settle" ? "throw" : undefined));
+    const handlers = defineHandlers({ leasedown: { "*": counting } });
+    const { outcomes, result } = await consume([ref], handlers, { DELIVERY_LEASE: noSettle.namespace });
+    expect(outcomes[0]!.reason).toBe("done");
+    expect(result.explicitAcks).toHaveLength(1);
+    expect(noSettle.faulted.map(({ call }) => call.method)).toEqual(["settle"]);
+    // The lease is still held; when it runs out the delivery is requeued, and found done.
+    expect(await expireLease(leaseFor(env, ref))).toBe(true);
+    expect((await consume([ref], handlers)).outcomes[0]!.reason).toBe("settled");
+    expect((await leaseState(ref)).state).toBeUndefined();
+    expect(await runsOf(ref.id)).toBe(1);
+  });
+
+  it("take a done commit that D1 reported as failed for the success it was", async () => {
+    const ref = { source: "lostack", id: "commit-landed" };
+    await storeDelivery(ref);
+    let lost = 0;
+    const lostAck = faultyD1(env.DB, (call) => (call.sql.some((sql) => sql.includes("SET status = 'done'")) && lost++ === 0 ? "commit-then-throw" : undefined));
+    const { outcomes } = await consume([ref], defineHandlers({ lostack: { "*": counting } }), { DB: lostAck.db });
+    expect(lostAck.faulted).toHaveLength(1);
+    expect(outcomes[0]!.reason).toBe("done");
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 });
+    expect(await keyedOf(ref.id)).toBe(1);
+    expect((await leaseState(ref)).state).toBeUndefined();
+  });
+
+  it("take a shared commit of several deliveries that D1 reported as failed for the success it was", async () => {
+    const refs = ["a", "b", "c", "d"].map((id) => ({ source: "lostack-shared", id }));
+    for (const ref of refs) await storeDelivery(ref);
+    const lostAck = faultyD1(env.DB, (call) =>
+      call.method === "batch" && call.sql.filter((sql) => sql.includes("SET status = 'done'")).length > 1 ? "commit-then-throw" : undefined,
+    );
+    const { outcomes } = await consume(refs, defineHandlers({ "lostack-shared": { "*": counting } }), { DB: lostAck.db });
+    expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done", "done", "done", "done"]);
+    for (const ref of refs) expect(await keyedOf(ref.id)).toBe(1);
+  });
+
+  it("count one attempt when the processing mark landed but D1 reported an error", async () => {
+    const ref = { source: "lostack", id: "mark-landed" };
+    await storeDelivery(ref);
+    // Two deliveries, so that both the lone and the shared path of the marks are taken; the
+    // first mark batch lands and reports an error.
+    const other = { source: "lostack", id: "mark-landed-other" };
+    await storeDelivery(other);
+    let lost = 0;
+    const lostAck = faultyD1(env.DB, (call) =>
+      call.method === "batch" && call.sql.some((sql) => sql.includes("SET status = CASE")) && lost++ === 0 ? "commit-then-throw" : undefined,
+    );
+    const { outcomes } = await consume([ref, other], defineHandlers({ lostack: { "*": counting } }), { DB: lostAck.db });
+    expect(lostAck.faulted.length).toBeGreaterThan(0);
+    expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done", "done"]);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 });
+    expect(await deliveryRow(other.source, other.id)).toMatchObject({ status: "done", attempts: 1 });
+  });
+});
+
+describe("a crash between a handler's external call and its commit", () => {
+  it("leaves the downstream effect keyed by ctx.idempotencyKey once, and the delivery done once", async () => {
+    const ref = { source: "crashcommit", id: "external-then-crash" };
+    await storeDelivery(ref);
+    const keys: string[] = [];
+    const handlers = defineHandlers({
+      crashcommit: {
+        "*": async (event, ctx) => {
+          keys.push(ctx.idempotencyKey);
+          // The external call: the downstream API deduplicates on the key.
+          await ctx.env.DB.prepare(
+            "INSERT INTO downstream_calls (idempotency_key, delivery_id, calls) VALUES (?, ?, 1) ON CONFLICT (idempotency_key) DO NOTHING",
+          )
+            .bind(ctx.idempotencyKey, ctx.deliveryId)
+            .run();
+          return counting(event, ctx) as never;
+        },
+      },
+    });
+    // The first worker's commit never arrives (it died after the external call).
+    const stalled = faultyD1(env.DB, (call) => (call.sql.some((sql) => sql.includes("SET status = 'done'")) ? "hang" : undefined));
+    const first = consume([ref], handlers, { DB: stalled.db });
+    await expect.poll(() => keys.length).toBe(1);
+    await expect.poll(() => stalled.faulted.length).toBe(1);
+    expect(await expireLease(leaseFor(env, ref))).toBe(true);
+    const takeover = await consume([ref], handlers);
+    expect(takeover.outcomes[0]!.reason).toBe("done");
+    // The dead worker's commit arrives late: the fence refuses it.
+    stalled.release();
+    expect((await first).outcomes[0]!.reason).toBe("lease_lost");
+    expect(keys).toHaveLength(2);
+    expect(keys[1]).toBe(keys[0]);
+    expect(await countRows("SELECT COUNT(*) AS n FROM downstream_calls WHERE delivery_id = ?", ref.id)).toBe(1);
+    expect(await keyedOf(ref.id)).toBe(1);
+    expect(await runsOf(ref.id)).toBe(1); // only the committed run's effects exist
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 2 });
+  });
+});
+
+describe("the idempotency key", () => {
+  it("is the same across a retry and a replay of a delivery, and differs between deliveries", async () => {
+    const one = { source: "idem", id: "one" };
+    const two = { source: "idem", id: "two" };
+    await storeDelivery(one);
+    await storeDelivery(two);
+    const seen: Record<string, string[]> = { one: [], two: [] };
+    let failOnce = true;
+    const handlers = defineHandlers({
+      idem: {
+        "*": (_event, ctx) => {
+          seen[ctx.deliveryId]!.push(ctx.idempotencyKey);
+          if (ctx.deliveryId === "one" && failOnce) {
+            failOnce = false;
+            throw new Error("transient");
+          }
+        },
+      },
+    });
+    await consume([one, two], handlers); // one fails once
+    await consume([one], handlers); // its retry
+    const replayed = await exportsFetch(`/admin/deliveries/idem/one/replay?force=true`);
+    expect(replayed).toBe(202);
+    await consume([one], handlers); // the replay
+    expect(seen.one).toHaveLength(3);
+    expect(new Set(seen.one).size).toBe(1);
+    expect(seen.two).toHaveLength(1);
+    expect(seen.two[0]).not.toBe(seen.one[0]);
+  });
+});
+
+async function exportsFetch(path: string): Promise<number> {
+  const { exports } = await import("cloudflare:workers");
+  const response = await (exports as unknown as { default: { fetch(request: Request): Promise<Response> } }).default.fetch(
+    new Request(`https://inbox.test${path}`, { method: "POST", headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` } }),
+  );
+  await response.arrayBuffer();
+  return response.status;
+}
