@@ -4,7 +4,8 @@
  * The checks run in a fixed order, each with its own status, so a provider's dashboard shows
  * what is wrong: unknown source 404, wrong method 405, too large 413, no secret configured 503,
  * bad signature 401, no delivery id 400, store failure 503. A 200 is only ever sent for a
- * delivery that is in D1 (new or already there).
+ * delivery that is in D1 (new or already there). Already there means the same id, or, for a
+ * provider whose id is not signed, the same signed content under another id (a replay).
  */
 import { Hono } from "hono";
 import { secretsFor } from "../secrets";
@@ -64,6 +65,7 @@ receiver.all("/webhooks/:source", async (c) => {
       id,
       eventType: verification.eventType,
       body,
+      contentDigest: verification.contentDigest ?? null,
       receivedAtMs: Date.now(),
     });
   } catch (error) {

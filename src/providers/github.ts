@@ -2,13 +2,14 @@
  * GitHub (https://docs.github.com/webhooks/using-webhooks/validating-webhook-deliveries).
  *
  * `X-Hub-Signature-256: sha256=<hex>`, HMAC-SHA256 of the raw body with the hook's secret. No
- * timestamp is signed, so there is no replay window: the delivery id is what stops a replay from
- * being processed twice. `X-GitHub-Delivery` is a GUID that GitHub keeps when a delivery is
- * redelivered; `X-GitHub-Event` is the event name (`push`, `ping`, …). The legacy SHA-1
+ * timestamp is signed, so there is no replay window. `X-GitHub-Delivery` is a GUID that GitHub
+ * keeps when a delivery is redelivered, but the signature does not cover it: a replay under a
+ * fresh GUID is caught by the body's digest instead (`dedupeOnContent`). `X-GitHub-Event` is the
+ * event name (`push`, `ping`, …). The legacy SHA-1
  * `X-Hub-Signature` is ignored on purpose: GitHub always sends the SHA-256 one as well.
  */
 import { fromHex, MAX_SIGNATURE_HEADER_LENGTH, matchesAnySecret } from "./crypto";
-import { refuse, type Provider, type SignedRequest, type Verification } from "./types";
+import { contentDigest, refuse, type ContentDedupOptions, type Provider, type SignedRequest, type Verification } from "./types";
 
 const SIGNATURE_PREFIX = "sha256=";
 
@@ -17,10 +18,13 @@ const SIGNATURE_PREFIX = "sha256=";
  * @example
  * const sources = { github: github() };
  * // wrangler secret put GITHUB_WEBHOOK_SECRET  (the "Secret" field of the webhook)
+ * const lenient = github({ dedupeOnContent: false }); // identical bodies under two GUIDs: two deliveries
  */
-export function github(): Provider {
+export function github(options: ContentDedupOptions = {}): Provider {
+  const dedupeOnContent = options.dedupeOnContent ?? true;
   return {
     kind: "github",
+    signsDeliveryId: false,
     async verify(request: SignedRequest, secrets: readonly string[]): Promise<Verification> {
       const header = request.headers.get("x-hub-signature-256");
       if (!header) return refuse("missing X-Hub-Signature-256 header");
@@ -33,6 +37,7 @@ export function github(): Provider {
         ok: true,
         deliveryId: request.headers.get("x-github-delivery"),
         eventType: request.headers.get("x-github-event"),
+        ...(await contentDigest(dedupeOnContent, request.body)),
       };
     },
   };

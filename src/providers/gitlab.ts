@@ -5,9 +5,11 @@
  * is a constant-time equality. Both sides are hashed first, so that even the secret's length does
  * not leak through timing. The delivery id is `Idempotency-Key` (GitLab 17.4+, kept across
  * retries); older GitLab only sends `X-Gitlab-Event-UUID`. `X-Gitlab-Event` is the event type.
+ * Whoever holds one request can resend it under a fresh id: the body's digest catches that
+ * (`dedupeOnContent`).
  */
 import { MAX_SIGNATURE_HEADER_LENGTH, firstHeader, sha256, timingSafeEqual } from "./crypto";
-import { refuse, type Provider, type SignedRequest, type Verification } from "./types";
+import { contentDigest, refuse, type ContentDedupOptions, type Provider, type SignedRequest, type Verification } from "./types";
 
 const encoder = new TextEncoder();
 
@@ -17,9 +19,11 @@ const encoder = new TextEncoder();
  * const sources = { gitlab: gitlab() };
  * // Settings → Webhooks → Secret token: the value of GITLAB_WEBHOOK_SECRET
  */
-export function gitlab(): Provider {
+export function gitlab(options: ContentDedupOptions = {}): Provider {
+  const dedupeOnContent = options.dedupeOnContent ?? true;
   return {
     kind: "gitlab",
+    signsDeliveryId: false,
     async verify(request: SignedRequest, secrets: readonly string[]): Promise<Verification> {
       const token = request.headers.get("x-gitlab-token");
       if (!token) return refuse("missing X-Gitlab-Token header");
@@ -34,6 +38,7 @@ export function gitlab(): Provider {
         ok: true,
         deliveryId: firstHeader(request.headers, "idempotency-key", "x-gitlab-event-uuid"),
         eventType: request.headers.get("x-gitlab-event"),
+        ...(await contentDigest(dedupeOnContent, request.body)),
       };
     },
   };

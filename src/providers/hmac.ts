@@ -7,14 +7,17 @@
  * never decoded and re-encoded), `{timestamp}` for the timestamp header's value. A template is
  * checked when the source is declared, so a typo fails at startup rather than accepting deliveries
  * whose body nobody signed.
+ *
+ * An id read from a header is not signed: such a source also deduplicates on the digest of the
+ * signed content (`dedupeOnContent`, default on), so a replay under a fresh id is a duplicate.
  */
 import { checkTimestamp, fromBase64, fromHex, jsonString, MAX_SIGNATURE_HEADER_LENGTH, matchesAnySecret, parseJson, sha256, toHex, type HashName } from "./crypto";
-import { refuse, type Provider, type SignedRequest, type Verification } from "./types";
+import { contentDigest, refuse, type ContentDedupOptions, type Provider, type SignedRequest, type Verification } from "./types";
 
 /** Where a value comes from: a request header, or a dotted path into a JSON body. */
 export type ValueSource = { readonly header: string } | { readonly jsonPath: string };
 
-export interface HmacOptions {
+export interface HmacOptions extends ContentDedupOptions {
   /** The header carrying the signature, e.g. `X-Signature`. */
   readonly header: string;
   /** Text before the digest, e.g. `sha256=`. Entries without it are ignored (other schemes). */
@@ -31,7 +34,10 @@ export interface HmacOptions {
   readonly toleranceSeconds?: number;
   /** What is signed. Default `{body}`, or `{timestamp}.{body}` with a `timestampHeader`. */
   readonly signedContent?: string;
-  /** The delivery id, stable across the provider's retries; `body-sha256` when it has none. */
+  /**
+   * The delivery id, stable across the provider's retries; `body-sha256` when it has none. A
+   * header id is not signed, so `dedupeOnContent` defaults to on for it (off for the others).
+   */
   readonly deliveryId: ValueSource | "body-sha256";
   readonly eventType?: ValueSource;
 }
@@ -70,8 +76,11 @@ export function hmac(options: HmacOptions): Provider {
   const prefix = options.prefix ?? "";
   const tolerance = options.toleranceSeconds ?? 300;
   const template = compileTemplate(options.signedContent ?? (options.timestampHeader ? "{timestamp}.{body}" : "{body}"), !!options.timestampHeader);
+  const signsDeliveryId = options.deliveryId === "body-sha256" || "jsonPath" in options.deliveryId;
+  const dedupeOnContent = options.dedupeOnContent ?? !signsDeliveryId;
   return {
     kind: "hmac",
+    signsDeliveryId,
     async verify(request: SignedRequest, secrets: readonly string[], nowSeconds: number): Promise<Verification> {
       const header = request.headers.get(options.header);
       if (!header) return refuse(`missing ${options.header} header`);
@@ -97,6 +106,8 @@ export function hmac(options: HmacOptions): Provider {
         ok: true,
         deliveryId: options.deliveryId === "body-sha256" ? toHex(await sha256(request.body)) : read(options.deliveryId, request, json),
         eventType: options.eventType ? read(options.eventType, request, json) : null,
+        // The whole signed content: with a signed timestamp, a provider's new attempt differs.
+        ...(await contentDigest(dedupeOnContent, ...parts)),
       };
     },
   };

@@ -5,10 +5,11 @@
  * Shopify Events (developer preview) send the same headers without the `X-` prefix, so both
  * spellings are read. Nothing time-related is signed. The delivery id is `X-Shopify-Webhook-Id`
  * (kept across the 8 retries); older deliveries only carry `X-Shopify-Event-Id`, which is shared
- * by the webhooks of several subscriptions to one event, so it is only the fallback.
+ * by the webhooks of several subscriptions to one event, so it is only the fallback. Neither id is
+ * signed: a replay under a fresh id is caught by the body's digest (`dedupeOnContent`).
  */
 import { firstHeader, fromBase64, MAX_SIGNATURE_HEADER_LENGTH, matchesAnySecret } from "./crypto";
-import { refuse, type Provider, type SignedRequest, type Verification } from "./types";
+import { contentDigest, refuse, type ContentDedupOptions, type Provider, type SignedRequest, type Verification } from "./types";
 
 /**
  * A Shopify verifier. After a client-secret rotation Shopify may sign with the old secret for up
@@ -16,9 +17,11 @@ import { refuse, type Provider, type SignedRequest, type Verification } from "./
  * @example
  * const sources = { shopify: shopify() };
  */
-export function shopify(): Provider {
+export function shopify(options: ContentDedupOptions = {}): Provider {
+  const dedupeOnContent = options.dedupeOnContent ?? true;
   return {
     kind: "shopify",
+    signsDeliveryId: false,
     async verify(request: SignedRequest, secrets: readonly string[]): Promise<Verification> {
       const header = firstHeader(request.headers, "x-shopify-hmac-sha256", "shopify-hmac-sha256");
       if (!header) return refuse("missing X-Shopify-Hmac-Sha256 header");
@@ -31,6 +34,7 @@ export function shopify(): Provider {
         ok: true,
         deliveryId: firstHeader(headers, "x-shopify-webhook-id", "shopify-webhook-id", "x-shopify-event-id", "shopify-event-id"),
         eventType: firstHeader(headers, "x-shopify-topic", "shopify-topic"),
+        ...(await contentDigest(dedupeOnContent, request.body)),
       };
     },
   };

@@ -27,6 +27,7 @@ export function slack(options: SlackOptions = {}): Provider {
   const tolerance = options.toleranceSeconds ?? 300;
   return {
     kind: "slack",
+    signsDeliveryId: true,
     async verify(request: SignedRequest, secrets: readonly string[], nowSeconds: number): Promise<Verification> {
       const header = request.headers.get("x-slack-signature");
       const timestamp = request.headers.get("x-slack-request-timestamp");

@@ -50,6 +50,7 @@ export function standardWebhooks(options: StandardWebhooksOptions = {}): Provide
   const tolerance = options.toleranceSeconds ?? 300;
   return {
     kind: prefix === "svix" ? "svix" : "standard-webhooks",
+    signsDeliveryId: true,
     async verify(request: SignedRequest, secrets: readonly string[], nowSeconds: number): Promise<Verification> {
       const id = request.headers.get(`${prefix}-id`);
       const timestamp = request.headers.get(`${prefix}-timestamp`);

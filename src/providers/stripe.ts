@@ -45,6 +45,7 @@ export function stripe(options: StripeOptions = {}): Provider {
   const tolerance = options.toleranceSeconds ?? 300;
   return {
     kind: "stripe",
+    signsDeliveryId: true,
     async verify(request: SignedRequest, secrets: readonly string[], nowSeconds: number): Promise<Verification> {
       const header = request.headers.get("stripe-signature");
       if (!header) return refuse("missing Stripe-Signature header");

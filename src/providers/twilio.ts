@@ -8,10 +8,12 @@
  * hash must also match the body. As twilio-node does, the URL is tried with and without its
  * port, because Twilio's own signing is inconsistent there. Nothing time-related is signed.
  * The delivery id is `I-Twilio-Idempotency-Token`, kept across Twilio's retries; without it, the
- * SHA-256 of the body (identical retries then count as duplicates).
+ * SHA-256 of the body (identical retries then count as duplicates). The token is not signed: a
+ * replay under a fresh token is caught by the body's digest (`dedupeOnContent`). The URL is signed
+ * too, but one endpoint has one URL, so the body's digest is enough.
  */
 import { fromBase64, MAX_SIGNATURE_HEADER_LENGTH, matchesAnySecret, sha256, timingSafeEqualText, toHex } from "./crypto";
-import { refuse, type Provider, type SignedRequest, type Verification } from "./types";
+import { refuse, type ContentDedupOptions, type Provider, type SignedRequest, type Verification } from "./types";
 
 /** The raw URL split around its port, so the variants are built without re-encoding anything. */
 const URL_PARTS = /^(https?:\/\/)((?:[^/?#@]*@)?(?:\[[^\]/?#]*\]|[^/?#:]*))(?::(\d*))?([/?#].*)?$/i;
@@ -41,16 +43,19 @@ function signedParameters(form: URLSearchParams): string {
  * const sources = { twilio: twilio() };
  * // Phone number → Messaging → "A message comes in": https://inbox.example.com/webhooks/twilio
  */
-export function twilio(): Provider {
+export function twilio(options: ContentDedupOptions = {}): Provider {
+  const dedupeOnContent = options.dedupeOnContent ?? true;
   return {
     kind: "twilio",
+    signsDeliveryId: false,
     async verify(request: SignedRequest, secrets: readonly string[]): Promise<Verification> {
       const header = request.headers.get("x-twilio-signature");
       if (!header) return refuse("missing X-Twilio-Signature header");
       if (header.length > MAX_SIGNATURE_HEADER_LENGTH) return refuse("signature header too long");
       const signature = fromBase64(header.trim());
       if (signature?.length !== 20) return refuse("X-Twilio-Signature is not a base64 SHA-1 digest");
-      const bodyHash = toHex(await sha256(request.body));
+      const bodyDigest = await sha256(request.body);
+      const bodyHash = toHex(bodyDigest);
       const signedBodyHash = URL.canParse(request.url) ? new URL(request.url).searchParams.get("bodySHA256") : null;
       let parameters = "";
       if (signedBodyHash !== null) {
@@ -66,7 +71,12 @@ export function twilio(): Provider {
         if (await matchesAnySecret("SHA-1", secrets, [signature], [url, parameters])) matched = true;
       }
       if (!matched) return refuse("signature mismatch");
-      return { ok: true, deliveryId: request.headers.get("i-twilio-idempotency-token") || bodyHash, eventType: null };
+      return {
+        ok: true,
+        deliveryId: request.headers.get("i-twilio-idempotency-token") || bodyHash,
+        eventType: null,
+        ...(dedupeOnContent ? { contentDigest: bodyDigest } : {}),
+      };
     },
   };
 }

@@ -7,7 +7,7 @@
  * previous one, so the database sees fewer, larger transactions (D1 runs one query at a time
  * per database). Each request still learns whether its own row was new: a batch returns one
  * result per statement, in order, and `ON CONFLICT DO NOTHING` reports 0 changes for a
- * duplicate, even for two copies in the same batch.
+ * duplicate, even for two copies in the same batch (by id or by content digest alike).
  *
  * Who does the I/O: the first delivery to queue up leads its group. Its request waits for the
  * write in flight (at most MAX_WAIT_MS), closes the group and sends the batch, under its own
@@ -48,7 +48,10 @@ interface Lane {
 
 const lanes = new WeakMap<D1Database, Lane>();
 
-/** Stores a delivery unless one with the same (source, id) exists. Throws when D1 fails. */
+/**
+ * Stores a delivery unless one with the same (source, id), or the same (source, content digest),
+ * exists. Throws when D1 fails.
+ */
 export async function recordDeliveryGrouped(db: D1Database, ctx: WaitUntil, delivery: NewDelivery): Promise<RecordOutcome> {
   let lane = lanes.get(db);
   if (!lane) lanes.set(db, (lane = { db, inFlight: null, forming: null }));

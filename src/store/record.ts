@@ -1,9 +1,11 @@
 /**
  * The ingest write: one statement that stores a delivery once.
  *
- * `ON CONFLICT DO NOTHING` on the primary key (source, id) lets the database alone decide what
- * is a duplicate, even for copies that arrive at the same instant: no check-then-act. The
- * receiver sends it through group-commit.ts, which writes concurrent deliveries as one batch.
+ * `ON CONFLICT DO NOTHING` lets the database alone decide what is a duplicate, even for copies
+ * that arrive at the same instant: no check-then-act. It has no conflict target on purpose, so
+ * either uniqueness counts: the primary key (source, id), or (source, content_digest) for
+ * providers whose id is not signed (migrations/0004). The receiver sends it through
+ * group-commit.ts, which writes concurrent deliveries as one batch.
  */
 import { isoTime } from "./clock";
 
@@ -14,18 +16,23 @@ export interface NewDelivery {
   /** The raw request body, stored as a BLOB byte for byte. */
   readonly body: Uint8Array;
   readonly receivedAtMs: number;
+  /** SHA-256 of the signed content, when the source deduplicates on content; else absent or null. */
+  readonly contentDigest?: Uint8Array | null;
 }
 
 export type RecordOutcome = "stored" | "duplicate";
 
-/** The prepared insert for one delivery; `meta.changes` is 1 for a new row, 0 for a duplicate. */
+/**
+ * The prepared insert for one delivery; `meta.changes` is 1 for a new row, 0 for a duplicate
+ * (same id, or same content digest).
+ */
 export function insertDelivery(db: D1Database, delivery: NewDelivery): D1PreparedStatement {
   const now = isoTime(delivery.receivedAtMs);
   return db
     .prepare(
-      `INSERT INTO deliveries (source, id, event_type, status, attempts, body, received_at, updated_at)
-       VALUES (?1, ?2, ?3, 'received', 0, ?4, ?5, ?5)
-       ON CONFLICT (source, id) DO NOTHING`,
+      `INSERT INTO deliveries (source, id, event_type, status, attempts, body, received_at, updated_at, content_digest)
+       VALUES (?1, ?2, ?3, 'received', 0, ?4, ?5, ?5, ?6)
+       ON CONFLICT DO NOTHING`,
     )
-    .bind(delivery.source, delivery.id, delivery.eventType, delivery.body, now);
+    .bind(delivery.source, delivery.id, delivery.eventType, delivery.body, now, delivery.contentDigest ?? null);
 }

@@ -1,9 +1,13 @@
-import { describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { gitlab } from "../../src/providers/gitlab";
 import { deliveryRow } from "../helpers/db";
 import { post, secretsOf, unique } from "../helpers/provider-signers";
 
-const body = '{"object_kind":"push","ref":"refs/heads/main"}';
+// A body of its own per test: GitLab's id is not signed, so the inbox also deduplicates on the body.
+let body = "";
+beforeEach(() => {
+  body = JSON.stringify({ object_kind: "push", ref: "refs/heads/main", checkout_sha: unique("") });
+});
 const [token, rotatedToken] = secretsOf("GITLAB_WEBHOOK_SECRET");
 const headers = (idempotencyKey: string, secret = token!): Record<string, string> => ({
   "x-gitlab-token": secret,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { sha256 } from "../../src/providers/crypto";
 import { hmac, type HmacOptions } from "../../src/providers/hmac";
 import { sha256Hex, shopifySignature } from "../helpers/provider-signers";
 
@@ -37,7 +38,12 @@ describe("generic hmac provider", () => {
   it("verifies GitHub's documented vector when configured like GitHub", async () => {
     const provider = hmac({ header: "X-Hub-Signature-256", prefix: "sha256=", deliveryId: { header: "X-GitHub-Delivery" } });
     const headers = { "x-hub-signature-256": "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17", "x-github-delivery": "d-1" };
-    expect(await provider.verify(request(headers, "Hello, World!"), ["It's a Secret to Everybody"], 0)).toEqual({ ok: true, deliveryId: "d-1", eventType: null });
+    expect(await provider.verify(request(headers, "Hello, World!"), ["It's a Secret to Everybody"], 0)).toEqual({
+      ok: true,
+      deliveryId: "d-1",
+      eventType: null,
+      contentDigest: await sha256(encoder.encode("Hello, World!")),
+    });
   });
 
   it("verifies Slack's documented vector when configured with a v0:{timestamp}:{body} template", async () => {
@@ -85,6 +91,21 @@ describe("generic hmac provider", () => {
       }),
     );
     expect(read).toEqual(ids);
+  });
+
+  it("returns the digest of the whole signed content for an id read from a header (not signed)", async () => {
+    const provider = hmac({ ...ACME, deliveryId: { header: "X-Acme-Delivery" } });
+    const headers = { ...(await acmeHeaders()), "x-acme-delivery": "d-1" };
+    expect(provider.signsDeliveryId).toBe(false);
+    expect(await provider.verify(request(headers, body), [SECRET], NOW)).toMatchObject({ contentDigest: await sha256(encoder.encode(`${NOW}.${body}`)) });
+  });
+
+  it("returns no digest for a signed id unless asked, and none for a header id when switched off", async () => {
+    const headers = { ...(await acmeHeaders()), "x-acme-delivery": "d-1" };
+    const signedId = await hmac(ACME).verify(request(headers, body), [SECRET], NOW);
+    const switchedOff = await hmac({ ...ACME, deliveryId: { header: "X-Acme-Delivery" }, dedupeOnContent: false }).verify(request(headers, body), [SECRET], NOW);
+    const askedFor = await hmac({ ...ACME, dedupeOnContent: true }).verify(request(headers, body), [SECRET], NOW);
+    expect([hmac(ACME).signsDeliveryId, "contentDigest" in signedId, "contentDigest" in switchedOff, "contentDigest" in askedFor]).toEqual([true, false, false, true]);
   });
 
   it("takes the event type from a JSON path when configured so", async () => {
@@ -148,7 +169,7 @@ describe("generic hmac provider", () => {
   it("verifies a Shopify-shaped base64 SHA-256 signature", async () => {
     const provider = hmac({ header: "X-Shopify-Hmac-Sha256", encoding: "base64", deliveryId: { header: "X-Shopify-Webhook-Id" } });
     const headers = { "x-shopify-hmac-sha256": await shopifySignature(body, "shop-secret"), "x-shopify-webhook-id": "w-1" };
-    expect(await provider.verify(request(headers, body), ["shop-secret"], NOW)).toEqual({ ok: true, deliveryId: "w-1", eventType: null });
+    expect(await provider.verify(request(headers, body), ["shop-secret"], NOW)).toEqual({ ok: true, deliveryId: "w-1", eventType: null, contentDigest: await sha256(encoder.encode(body)) });
   });
 
   it("passes when any one of several separated signatures matches, ignoring other schemes", async () => {

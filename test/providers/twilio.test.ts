@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { fromHex } from "../../src/providers/crypto";
 import { twilio } from "../../src/providers/twilio";
 import { deliveryRow } from "../helpers/db";
 import { BASE_URL, post, postWithEnv, secretsOf, sha256Hex, twilioSignature, unique } from "../helpers/provider-signers";
@@ -28,7 +29,7 @@ describe("twilio provider", () => {
 
   it("verifies twilio-node's JSON vector, whose URL carries the body's bodySHA256", async () => {
     const result = await verify(`${URL_}&bodySHA256=${JSON_BODY_SHA256}`, "a9nBmqA0ju/hNViExpshrM61xv4=", JSON_BODY, { "content-type": "application/json" });
-    expect(result).toEqual({ ok: true, deliveryId: JSON_BODY_SHA256, eventType: null });
+    expect(result).toEqual({ ok: true, deliveryId: JSON_BODY_SHA256, eventType: null, contentDigest: fromHex(JSON_BODY_SHA256) });
   });
 
   it("refuses twilio-node's JSON vector when the body no longer matches bodySHA256", async () => {

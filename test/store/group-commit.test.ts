@@ -97,6 +97,22 @@ it("writes a delivery larger than a group's byte budget alone", async () => {
   expect(calls).toEqual({ runs: ["b0", "big"], batches: [1] });
 });
 
+it("counts a second delivery with the same content digest as a duplicate, in one batch, whatever its id", async () => {
+  const { db, calls } = countedDb();
+  const digest = (text: string) => new TextEncoder().encode(text.padEnd(32, "."));
+  const same = digest(crypto.randomUUID());
+  const outcomes = await Promise.all([
+    recordDeliveryGrouped(db, ctx, { ...delivery("d0"), contentDigest: digest(crypto.randomUUID()) }),
+    recordDeliveryGrouped(db, ctx, { ...delivery("d1"), contentDigest: same }),
+    recordDeliveryGrouped(db, ctx, { ...delivery("d2"), contentDigest: same }),
+    recordDeliveryGrouped(db, ctx, { ...delivery("d3"), contentDigest: null }),
+    recordDeliveryGrouped(db, ctx, { ...delivery("d4"), contentDigest: null }),
+  ]);
+  expect(calls.batches).toEqual([4]);
+  expect(outcomes).toEqual(["stored", "stored", "duplicate", "stored", "stored"]);
+  expect(await storedIds("d")).toEqual(["d0", "d1", "d3", "d4"]);
+});
+
 it("when a batch fails, each member writes its own row, so nothing is reported stored that is not", async () => {
   const { db, calls } = countedDb({ batch: true, runFor: "f3" });
   const ids = ["f0", "f1", "f2", "f3", "f4"];
