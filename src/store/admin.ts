@@ -185,25 +185,34 @@ export async function getDelivery(db: D1Database, ref: DeliveryRef): Promise<Del
   return { ...toSummary(row), body: blobBytes(row.body) };
 }
 
-/** The status of one delivery, or null when it does not exist. */
-export async function deliveryStatus(db: D1Database, ref: DeliveryRef): Promise<DeliveryStatus | null> {
+/** What decides whether a delivery can be replayed, when the replay reset refused it. */
+export interface ReplayState {
+  readonly status: DeliveryStatus;
+  /** Retention cleared the body: a replay would hand its handler no bytes. */
+  readonly bodyPruned: boolean;
+}
+
+/** The replay state of one delivery, or null when it does not exist. */
+export async function replayState(db: D1Database, ref: DeliveryRef): Promise<ReplayState | null> {
   const row = await db
-    .prepare("SELECT status FROM deliveries WHERE source = ?1 AND id = ?2")
+    .prepare("SELECT status, body IS NULL AS pruned FROM deliveries WHERE source = ?1 AND id = ?2")
     .bind(ref.source, ref.id)
-    .first<{ status: DeliveryStatus }>();
-  return row?.status ?? null;
+    .first<{ status: DeliveryStatus; pruned: number }>();
+  return row ? { status: row.status, bodyPruned: row.pruned === 1 } : null;
 }
 
 /**
  * Puts one settled delivery back to `received` with attempts at zero, in one statement, when its
- * status is one of `from`. True when it did. `lease_token` is kept: tokens only grow, and the next
- * claim's token is larger, so a worker of the previous life can still never commit.
+ * status is one of `from` and it still has its body. True when it did. `lease_token` is kept:
+ * tokens only grow, and the next claim's token is larger, so a worker of the previous life can
+ * still never commit. The body check is in the same statement, so retention cannot clear the body
+ * in between: once the row is `received`, retention leaves it alone.
  */
 export async function resetForReplay(db: D1Database, ref: DeliveryRef, from: readonly ("failed" | "done")[], nowMs: number): Promise<boolean> {
   const result = await db
     .prepare(
       `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?3
-        WHERE source = ?1 AND id = ?2 AND status IN (SELECT value FROM json_each(?4))`,
+        WHERE source = ?1 AND id = ?2 AND status IN (SELECT value FROM json_each(?4)) AND body IS NOT NULL`,
     )
     .bind(ref.source, ref.id, isoTime(nowMs), JSON.stringify(from))
     .run();
@@ -212,7 +221,9 @@ export async function resetForReplay(db: D1Database, ref: DeliveryRef, from: rea
 
 /**
  * The bulk form: resets up to `limit` failed deliveries (optionally of one source), oldest
- * first, and returns them.
+ * first, and returns them. Retention keeps the bodies of failed deliveries; one without a body
+ * (cleared by hand) is skipped, and left out of `countFailed`, so that a caller looping while
+ * some remain comes to an end: it stays failed, and a replay of it alone is refused.
  */
 export async function resetFailedForReplay(db: D1Database, source: string | undefined, limit: number, nowMs: number): Promise<DeliveryRef[]> {
   const { results } = await db
@@ -220,7 +231,7 @@ export async function resetFailedForReplay(db: D1Database, source: string | unde
       `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?1
         WHERE rowid IN (
           SELECT rowid FROM deliveries
-           WHERE status = 'failed' AND (?2 IS NULL OR source = ?2)
+           WHERE status = 'failed' AND (?2 IS NULL OR source = ?2) AND body IS NOT NULL
            ORDER BY received_at
            LIMIT ?3)
         RETURNING source, id`,
@@ -230,10 +241,10 @@ export async function resetFailedForReplay(db: D1Database, source: string | unde
   return results;
 }
 
-/** How many failed deliveries (of one source, or all) are left. */
+/** How many failed deliveries (of one source, or all) are left that a bulk replay would take. */
 export async function countFailed(db: D1Database, source: string | undefined): Promise<number> {
   const row = await db
-    .prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'failed' AND (?1 IS NULL OR source = ?1)")
+    .prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'failed' AND (?1 IS NULL OR source = ?1) AND body IS NOT NULL")
     .bind(source ?? null)
     .first<{ n: number }>();
   return row?.n ?? 0;

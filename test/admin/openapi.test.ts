@@ -31,6 +31,13 @@ describe("GET /admin/openapi.json", () => {
     expect(json.components.schemas.BulkReplayRequest.properties.limit).toMatchObject({ maximum: MAX_BULK_REPLAY_LIMIT });
   });
 
+  it("documents both codes a replay is refused with, conflict and body_pruned", async () => {
+    const { json } = await admin("/openapi.json");
+    const refused = json.paths["/deliveries/{source}/{id}/replay"].post.responses["409"];
+    expect(refused.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/ReplayRefused" });
+    expect(json.components.schemas.ReplayRefused.properties.error.enum).toEqual(["conflict", "body_pruned"]);
+  });
+
   it("declares bearer authentication and the error shape on each route", async () => {
     const { json } = await admin("/openapi.json");
     expect(json.components.securitySchemes.AdminToken).toMatchObject({ type: "http", scheme: "bearer" });

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { PermanentError } from "../../src/processing/errors";
 import { defineHandlers } from "../../src/processing/handlers";
 import type { DeliveryRef } from "../../src/processing/messages";
+import { applyRetention } from "../../src/store/sweep";
 import { deliveryRow } from "../helpers/db";
 import { consume, storeDelivery } from "../helpers/processing";
 import { adminWithEnv } from "./client";
@@ -27,6 +28,8 @@ async function adminRecording(path: string, body?: unknown) {
   const result = await adminWithEnv(path, { DELIVERIES: queue }, { method: "POST", body });
   return { ...result, sent };
 }
+
+const DAY = 86_400_000;
 
 const failing = defineHandlers({ replays: { "*": () => Promise.reject(new PermanentError("no amount")) } });
 const succeeding = defineHandlers({ replays: { "*": () => [] } });
@@ -106,6 +109,25 @@ describe("POST /admin/deliveries/:source/:id/replay", () => {
     expect((await deliveryRow(ref.source, ref.id))?.status).toBe(status);
   });
 
+  it.each([
+    ["done", "?force=true"],
+    ["done", ""],
+    ["failed", ""],
+  ])("answers 409 body_pruned for a %s delivery whose body was cleared (query %j), and changes nothing", async (status, query) => {
+    const ref = { source: "replays", id: `r-pruned-${status}-${query.length}` };
+    await storeDelivery(ref, { n: 1 });
+    await env.DB.prepare("UPDATE deliveries SET status = ?3, body = NULL WHERE source = ?1 AND id = ?2").bind(ref.source, ref.id, status).run();
+    const before = await deliveryRow(ref.source, ref.id);
+    const result = await adminRecording(replayPath(ref, query));
+    expect(result.status).toBe(409);
+    expect(result.json).toEqual({
+      error: "body_pruned",
+      message: `the body of delivery replays/${ref.id} was cleared by retention; it cannot be replayed`,
+    });
+    expect(result.sent).toEqual([]);
+    expect(await deliveryRow(ref.source, ref.id)).toEqual(before);
+  });
+
   it("answers 404 not_found for an unknown delivery", async () => {
     const result = await adminRecording(replayPath({ source: "replays", id: "r-unknown" }));
     expect(result).toMatchObject({ status: 404, json: { error: "not_found" }, sent: [] });
@@ -146,6 +168,23 @@ describe("POST /admin/replay", () => {
     expect((await adminRecording("/replay", { status: "failed", source: "bulk-lease" })).json).toEqual({ replayed: 2, remaining: 0 });
     const { outcomes } = await consume(refs, defineHandlers({ "bulk-lease": { "*": () => [] } }));
     expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done", "done"]);
+  });
+
+  it("replays a failed delivery older than BODY_RETENTION_DAYS with its body, and skips one whose body was cleared by hand", async () => {
+    const kept = { source: "bulk-pruned", id: "kept" };
+    const cleared = { source: "bulk-pruned", id: "cleared" };
+    for (const ref of [kept, cleared]) await storeDelivery(ref, { n: 1 });
+    const tenDaysAgo = new Date(Date.now() - 10 * DAY).toISOString();
+    await env.DB.prepare("UPDATE deliveries SET status = 'failed', error = 'boom', received_at = ?1 WHERE source = 'bulk-pruned'").bind(tenDaysAgo).run();
+    await env.DB.prepare("UPDATE deliveries SET body = NULL WHERE source = 'bulk-pruned' AND id = 'cleared'").run();
+    const body = (await deliveryRow(kept.source, kept.id))!.body;
+    await applyRetention(env.DB, 0, Date.now() - 7 * DAY, 1_000);
+    const result = await adminRecording("/replay", { status: "failed", source: "bulk-pruned" });
+    // The one without a body is not counted as remaining: a caller looping while some remain stops.
+    expect(result.json).toEqual({ replayed: 1, remaining: 0 });
+    expect(result.sent).toEqual([kept]);
+    expect(await deliveryRow(kept.source, kept.id)).toMatchObject({ status: "received", body });
+    expect(await deliveryRow(cleared.source, cleared.id)).toMatchObject({ status: "failed", body: null });
   });
 
   it("replays at most 100 per call by default", async () => {

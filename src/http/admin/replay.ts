@@ -3,7 +3,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { ApiError } from "../errors";
 import { replayDelivery, replayFailed } from "./replayer";
 import { adminRouter, BEARER_SECURITY, errorResponses } from "./router";
-import { BulkReplayBodySchema, BulkReplayedSchema, DeliveryParamsSchema, ReplayedSchema, ReplayQuerySchema } from "./schemas";
+import { BulkReplayBodySchema, BulkReplayedSchema, DeliveryParamsSchema, ReplayedSchema, ReplayQuerySchema, ReplayRefusedSchema } from "./schemas";
 
 const replayOneRoute = createRoute({
   method: "post",
@@ -13,7 +13,11 @@ const replayOneRoute = createRoute({
   request: { params: DeliveryParamsSchema, query: ReplayQuerySchema },
   responses: {
     202: { description: "reset and enqueued", content: { "application/json": { schema: ReplayedSchema } } },
-    ...errorResponses(400, 404, 409),
+    ...errorResponses(400, 404),
+    409: {
+      description: "not replayable: still in flight or done without force (`conflict`), or its body was cleared by retention (`body_pruned`)",
+      content: { "application/json": { schema: ReplayRefusedSchema } },
+    },
   },
 });
 
@@ -35,6 +39,9 @@ export const replayRoutes = adminRouter()
     const force = c.req.valid("query").force === "true";
     const result = await replayDelivery(c.env, ref, { force });
     if (result.kind === "not_found") throw new ApiError(404, "not_found", `no delivery ${ref.source}/${ref.id}`);
+    if (result.kind === "body_pruned") {
+      throw new ApiError(409, "body_pruned", `the body of delivery ${ref.source}/${ref.id} was cleared by retention; it cannot be replayed`);
+    }
     if (result.kind === "conflict") {
       const hint = result.status === "done" ? "; add ?force=true to run its handler again" : "; it is still in flight";
       throw new ApiError(409, "conflict", `delivery ${ref.source}/${ref.id} is ${result.status}${hint}`);

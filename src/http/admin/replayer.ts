@@ -13,13 +13,15 @@ import { leaseFor } from "../../processing/consumer";
 import { enqueueDeliveries, enqueueDelivery } from "../../processing/enqueue";
 import { describeError } from "../../processing/errors";
 import type { DeliveryRef } from "../../processing/messages";
-import { countFailed, deliveryStatus, resetFailedForReplay, resetForReplay } from "../../store/admin";
+import { countFailed, replayState, resetFailedForReplay, resetForReplay } from "../../store/admin";
 
 export type ReplayResult =
   | { readonly kind: "replayed" }
   | { readonly kind: "not_found" }
   /** Not in a replayable state: received/processing (still in flight), or done without force. */
-  | { readonly kind: "conflict"; readonly status: string };
+  | { readonly kind: "conflict"; readonly status: string }
+  /** Settled, but retention cleared its body: its handler would run on no bytes. */
+  | { readonly kind: "body_pruned" };
 
 /** Lease resets in flight at once during a bulk replay: each is one Durable Object call. */
 const RESET_CONCURRENCY = 16;
@@ -33,8 +35,11 @@ const RESET_CONCURRENCY = 16;
 export async function replayDelivery(env: Env, ref: DeliveryRef, options: { force: boolean }): Promise<ReplayResult> {
   const from = options.force ? (["failed", "done"] as const) : (["failed"] as const);
   if (!(await resetForReplay(env.DB, ref, from, Date.now()))) {
-    const status = await deliveryStatus(env.DB, ref);
-    return status === null ? { kind: "not_found" } : { kind: "conflict", status };
+    const state = await replayState(env.DB, ref);
+    if (state === null) return { kind: "not_found" };
+    // Said for a done one even without force: forcing would not bring the body back.
+    const settled = state.status === "done" || state.status === "failed";
+    return settled && state.bodyPruned ? { kind: "body_pruned" } : { kind: "conflict", status: state.status };
   }
   await resetLease(env, ref);
   await enqueueDelivery(env, ref);

@@ -30,7 +30,6 @@ const ERROR_DESCRIPTIONS = {
   400: "bad parameters (`bad_request`)",
   401: "missing or wrong admin token (`unauthorized`)",
   404: "no such delivery (`not_found`)",
-  409: "the delivery is not in a state that can be replayed (`conflict`)",
   503: "ADMIN_TOKEN is not set (`admin_disabled`)",
 } as const;
 

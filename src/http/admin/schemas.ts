@@ -96,8 +96,24 @@ export const ReplayQuerySchema = z.object({
   force: z
     .enum(["true", "false"])
     .default("false")
-    .openapi({ description: "also replay a delivery that is done (its handler runs again)" }),
+    .openapi({ description: "also replay a delivery that is done (its handler runs again), unless retention cleared its body" }),
 });
+
+/** The codes a replay of one delivery is refused with (409). */
+export const REPLAY_REFUSALS = ["conflict", "body_pruned"] as const;
+
+/** The error shape with the codes spelled out (flat, not an `allOf` of Error). */
+export const ReplayRefusedSchema = z
+  .object({
+    error: z.enum(REPLAY_REFUSALS).openapi({
+      description:
+        "`conflict`: the delivery is received or processing (still in flight), or done and force is not set; " +
+        "`body_pruned`: BODY_RETENTION_DAYS cleared its body, so its handler would run on nothing",
+      example: "body_pruned",
+    }),
+    message: z.string().openapi({ example: "the body of delivery stripe/evt_1 was cleared by retention; it cannot be replayed" }),
+  })
+  .openapi("ReplayRefused");
 
 export const ReplayedSchema = z
   .object({ status: z.literal("replayed"), source: z.string(), id: z.string() })
@@ -114,6 +130,6 @@ export const BulkReplayBodySchema = z
 export const BulkReplayedSchema = z
   .object({
     replayed: z.number().int(),
-    remaining: z.number().int().openapi({ description: "failed deliveries left; call again while > 0" }),
+    remaining: z.number().int().openapi({ description: "failed deliveries left to replay (with their body); call again while > 0" }),
   })
   .openapi("BulkReplayed");
