@@ -70,6 +70,25 @@ describe("POST /webhooks/:source", () => {
     expect(operations.length).toBeLessThan(10);
   });
 
+  it("answers 200 stored when the queue send fails, leaving the row received for the sweeper", async () => {
+    const attempts: string[] = [];
+    const brokenQueue = {
+      async send() {
+        attempts.push("send");
+        throw new Error("queue unavailable");
+      },
+      async sendBatch() {
+        attempts.push("sendBatch");
+        throw new Error("queue unavailable");
+      },
+    };
+    const result = await sendWithEnv(standardRequest('{"n":1}', { id: "msg_lost_send" }), { DELIVERIES: brokenQueue });
+    expect(result).toEqual({ status: 200, json: { status: "stored", source: "standard", id: "msg_lost_send" } });
+    expect(attempts).toHaveLength(1); // the send was tried, and failed
+    const row = await deliveryRow("standard", "msg_lost_send");
+    expect([row?.status, row?.attempts]).toEqual(["received", 0]);
+  });
+
   it("stores multi-byte UTF-8 and a byte-order mark byte for byte", async () => {
     const body = '\uFEFF{"name":"Zoë 東京 🚀","note":"naïve café"}';
     const result = await send(standardRequest(body, { id: "msg_utf8" }));
@@ -185,9 +204,11 @@ describe("POST /webhooks/:source", () => {
     expect(JSON.stringify(result.json)).not.toMatch(/SQLITE|secret-detail|deliveries/);
   });
 
-  it("refuses to run with a malformed numeric var, naming no values", async () => {
-    const result = await sendWithEnv(standardRequest("{}"), { MAX_BODY_BYTES: "lots" });
-    expect(result).toEqual({ status: 500, json: { error: "config_invalid", message: expect.any(String) } });
+  it("refuses to run with a malformed numeric var, answering a retryable 503 that does not echo the value", async () => {
+    const result = await sendWithEnv(standardRequest("{}", { id: "msg_badvar" }), { MAX_BODY_BYTES: "lots-of-bytes" });
+    expect(result).toEqual({ status: 503, json: { error: "config_invalid", message: expect.any(String) } });
+    expect(JSON.stringify(result.json)).not.toContain("lots-of-bytes");
+    expect(await deliveryRow("standard", "msg_badvar")).toBeNull();
   });
 });
 
