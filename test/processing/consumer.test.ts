@@ -85,7 +85,7 @@ describe("the consumer", () => {
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", handled: 0, error: null });
   });
 
-  it("gives the handler the parsed event and a context with a stable idempotency key", async () => {
+  it("gives the handler the parsed event and a context with its idempotency key (its stability: faults.test.ts)", async () => {
     const ref = { source: "orders", id: "d-context" };
     await storeDelivery(ref, { order: 7 }, "order.created");
     const seen: unknown[] = [];
