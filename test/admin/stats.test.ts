@@ -1,16 +1,23 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { insertDelivery } from "../../src/store/record";
 import { admin } from "./client";
 
-/** Stores a delivery received `ageSeconds` ago, then sets its state as processing would have. */
+/** The tests' clock: the stats route reads Date.now(), which the age test pins here. */
+const NOW = Date.parse("2026-12-01T12:00:00.000Z");
+
+/** Stores a delivery received `ageSeconds` before NOW, then sets its state as processing would have. */
 async function seed(source: string, id: string, status: string, options: { ageSeconds?: number; handled?: 0 | 1 } = {}) {
-  const receivedAtMs = Date.now() - (options.ageSeconds ?? 0) * 1000;
+  const receivedAtMs = NOW - (options.ageSeconds ?? 0) * 1000;
   await insertDelivery(env.DB, { source, id, eventType: "test.event", body: new Uint8Array([123, 125]), receivedAtMs }).run();
   await env.DB.prepare("UPDATE deliveries SET status = ?3, handled = ?4 WHERE source = ?1 AND id = ?2")
     .bind(source, id, status, options.handled ?? null)
     .run();
 }
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 // Each test file has its own D1, and these tests run in order on it: the counts accumulate.
 describe("GET /admin/stats", () => {
@@ -48,9 +55,13 @@ describe("GET /admin/stats", () => {
     await seed("standard", "old_failed", "failed", { ageSeconds: 4_000 });
     await seed("standard", "waiting", "processing", { ageSeconds: 600 });
     await seed("standard", "newer", "received", { ageSeconds: 300 });
-    const { json } = await admin("/stats");
-    // The seeded age, plus however long the test took to get here (well under a minute).
-    expect(json.oldestWaitingSeconds).toBeGreaterThanOrEqual(600);
-    expect(json.oldestWaitingSeconds).toBeLessThan(660);
+    vi.spyOn(Date, "now").mockReturnValue(NOW);
+    expect((await admin("/stats")).json.oldestWaitingSeconds).toBe(600);
+  });
+
+  it("counts the oldest waiting delivery's age in whole seconds from the time of the request", async () => {
+    // The same deliveries as above, asked about 59.999 s later.
+    vi.spyOn(Date, "now").mockReturnValue(NOW + 59_999);
+    expect((await admin("/stats")).json.oldestWaitingSeconds).toBe(659);
   });
 });
