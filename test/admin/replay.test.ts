@@ -29,8 +29,6 @@ async function adminRecording(path: string, body?: unknown) {
   return { ...result, sent };
 }
 
-const DAY = 86_400_000;
-
 const failing = defineHandlers({ replays: { "*": () => Promise.reject(new PermanentError("no amount")) } });
 const succeeding = defineHandlers({ replays: { "*": () => [] } });
 
@@ -170,15 +168,17 @@ describe("POST /admin/replay", () => {
     expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done", "done"]);
   });
 
-  it("replays a failed delivery older than BODY_RETENTION_DAYS with its body, and skips one whose body was cleared by hand", async () => {
+  it("replays a failed delivery with its body after body retention passed it, and skips one whose body was cleared by hand", async () => {
     const kept = { source: "bulk-pruned", id: "kept" };
     const cleared = { source: "bulk-pruned", id: "cleared" };
     for (const ref of [kept, cleared]) await storeDelivery(ref, { n: 1 });
-    const tenDaysAgo = new Date(Date.now() - 10 * DAY).toISOString();
-    await env.DB.prepare("UPDATE deliveries SET status = 'failed', error = 'boom', received_at = ?1 WHERE source = 'bulk-pruned'").bind(tenDaysAgo).run();
+    // Received long before the body cutoff below; every other delivery of this file comes after it.
+    await env.DB.prepare("UPDATE deliveries SET status = 'failed', error = 'boom', received_at = ?1 WHERE source = 'bulk-pruned'")
+      .bind("2026-01-01T00:00:00.000Z")
+      .run();
     await env.DB.prepare("UPDATE deliveries SET body = NULL WHERE source = 'bulk-pruned' AND id = 'cleared'").run();
     const body = (await deliveryRow(kept.source, kept.id))!.body;
-    await applyRetention(env.DB, 0, Date.now() - 7 * DAY, 1_000);
+    await applyRetention(env.DB, 0, Date.parse("2026-01-08T00:00:00.000Z"), 1_000);
     const result = await adminRecording("/replay", { status: "failed", source: "bulk-pruned" });
     // The one without a body is not counted as remaining: a caller looping while some remain stops.
     expect(result.json).toEqual({ replayed: 1, remaining: 0 });
