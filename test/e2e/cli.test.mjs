@@ -138,16 +138,24 @@ describe("the webhook-inbox CLI against wrangler dev", { timeout: 180_000 }, () 
     assert.match(again.error, /data\.object\.amount/);
   });
 
-  it("replay --force runs a done payment again without a second payment row", async () => {
+  it("replay --force runs a done payment again, and its keyed payment row stays the one it was", async () => {
+    const before = await delivery("stripe", "evt_cli_pay2");
+    const paymentSql = "SELECT delivery_id, amount, currency, created_at FROM payments WHERE delivery_id = 'evt_cli_pay2'";
+    const paymentsBefore = await inbox.sql(paymentSql);
+    assert.equal(paymentsBefore.length, 1);
     const result = await cli(["replay", "stripe", "evt_cli_pay2", "--force"]);
     assert.equal(result.code, 0, result.stderr);
-    const done = await waitFor(async () => {
+    // It ends in the state it started in, so only a later update shows that it ran: done again
+    // after the replay moved it to received.
+    const again = await waitFor(async () => {
       const row = await delivery("stripe", "evt_cli_pay2");
-      return row.status === "done" ? row : null;
+      return row.status === "done" && row.updatedAt > before.updatedAt ? row : null;
     }, { timeoutMs: 30_000, intervalMs: 250 });
-    assert.equal(done?.attempts, 1);
-    const [payments] = await inbox.sql("SELECT COUNT(*) AS n FROM payments WHERE delivery_id = 'evt_cli_pay2'");
-    assert.equal(payments.n, 1);
+    assert.ok(again, "the forced replay ran the delivery again");
+    assert.equal(again.attempts, 1);
+    assert.equal(again.handled, true);
+    // The handler's INSERT OR IGNORE is keyed by the delivery: the second run added nothing.
+    assert.deepEqual(await inbox.sql(paymentSql), paymentsBefore);
   });
 
   it("replay --failed --source stripe replays every failed stripe delivery", async () => {
