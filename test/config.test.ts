@@ -13,7 +13,7 @@ function problemsOf(vars: Record<string, string>) {
 }
 
 describe("loadConfig", () => {
-  it("has a default for every var, a heartbeat every 20 s among them", () => {
+  it("has a default for every var, a heartbeat every 10 s among them", () => {
     expect(loadConfig({})).toEqual({
       maxBodyBytes: 1_048_576,
       maxAttempts: 5,
@@ -23,7 +23,7 @@ describe("loadConfig", () => {
       retentionDays: 30,
       bodyRetentionDays: 7,
       sweepAfterSeconds: 60,
-      sweepIntervalSeconds: 20,
+      sweepIntervalSeconds: 10,
       publicBaseUrl: undefined,
       adminToken: undefined,
     });

@@ -9,7 +9,7 @@
  *
  * Two things run it, and neither needs a setting:
  * - the cron trigger (production), which reports each sweep to the `Sweeper` object;
- * - the `Sweeper` object's heartbeat alarm, every SWEEP_INTERVAL_SECONDS (default 20). It sweeps
+ * - the `Sweeper` object's heartbeat alarm, every SWEEP_INTERVAL_SECONDS (default 10). It sweeps
  *   only when no cron sweep was reported in the last CRON_ALIVE_MS, so under a working cron it
  *   just re-arms, about once a minute; where no cron runs (`wrangler dev`, or a deploy whose
  *   trigger was removed) it is the sweeper. Alarms are persisted: after `kill -9` of the local
@@ -74,8 +74,8 @@ export interface Beat {
  * Decides a beat at `nowMs`: sweep unless the cron reported a sweep recently, in which case
  * only watch (re-arm at the longer interval) so a removed cron trigger is noticed.
  * @example
- * planBeat(now, 20_000, undefined); // { sweep: true, nextAlarmMs: now + 20_000 }
- * planBeat(now, 20_000, now - 30_000); // { sweep: false, nextAlarmMs: now + 60_000 }
+ * planBeat(now, 10_000, undefined); // { sweep: true, nextAlarmMs: now + 10_000 }
+ * planBeat(now, 10_000, now - 30_000); // { sweep: false, nextAlarmMs: now + 60_000 }
  */
 export function planBeat(nowMs: number, intervalMs: number, lastCronSweepMs: number | undefined): Beat {
   const cronAlive = lastCronSweepMs !== undefined && nowMs - lastCronSweepMs < CRON_ALIVE_MS;

@@ -128,7 +128,7 @@ describe("the heartbeat", () => {
     await runInDurableObject(sweeper, (_instance, ctx) => ctx.storage.deleteAll());
     const { SWEEP_INTERVAL_SECONDS: _unset, ...secretsOnly } = env as Env & { SWEEP_INTERVAL_SECONDS?: string };
     await ensureSweepHeartbeat(secretsOnly as Env);
-    // The object arms itself from its own env (the test config's, or the default 20 s).
+    // The object arms itself from its own env (the test config's, or the default).
     expect(await alarmOf(sweeper)).toBe(NOW + intervalMs());
   });
 
