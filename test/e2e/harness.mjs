@@ -4,10 +4,11 @@
  * (SIGKILL of the whole process group) that is always run.
  */
 import { spawn, execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
 import { promisify } from "node:util";
 import { fileURLToPath } from "node:url";
 
@@ -75,7 +76,8 @@ export class LocalInbox {
     this.config = options.config;
     this.migrate = options.migrate ?? !options.config;
     this.stateDir = mkdtempSync(join(tmpdir(), "webhook-inbox-e2e-"));
-    this.vars = { ...SECRETS, SWEEP_INTERVAL_SECONDS: "20", ...options.vars };
+    // Only secrets by default, like a user's own .dev.vars: nothing may need a setting to work.
+    this.vars = { ...SECRETS, ...options.vars };
     this.log = options.log ?? Boolean(process.env.E2E_LOG);
     this.child = null;
     this.output = "";
@@ -136,17 +138,32 @@ export class LocalInbox {
     throw new Error(`wrangler dev did not become healthy in ${timeoutMs} ms:\n${this.output}`);
   }
 
-  /** SIGKILL the whole process group: no graceful shutdown, as in a crash. */
-  async kill() {
+  /**
+   * SIGKILL the whole process group: no graceful shutdown, as in a crash. Returns once every
+   * process of the group is gone (a restart must not meet the old runtime's ports or state
+   * files); throws if one is still there after `timeoutMs`.
+   */
+  async kill(timeoutMs = 30_000) {
     const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once("exit", resolve));
+    if (!child) return;
+    const group = child.pid;
+    const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((resolve) => child.once("exit", resolve));
     try {
-      process.kill(-child.pid, "SIGKILL");
+      process.kill(-group, "SIGKILL");
     } catch {
-      // already gone
+      // the group is already gone
     }
-    await Promise.race([exited, sleep(5_000)]);
+    const deadline = Date.now() + timeoutMs;
+    // unref'd: a wait that lost the race must not hold the test process open.
+    await Promise.race([exited, delay(timeoutMs, undefined, { ref: false })]);
+    let alive = liveMembers(group);
+    while (alive.length > 0 && Date.now() < deadline) {
+      await sleep(100);
+      alive = liveMembers(group);
+    }
+    if (alive.length > 0 || (child.exitCode === null && child.signalCode === null)) {
+      throw new Error(`wrangler dev's process group ${group} is still alive ${timeoutMs} ms after SIGKILL: ${alive.join(", ") || `pid ${group}`}`);
+    }
     this.child = null;
   }
 
@@ -186,6 +203,29 @@ export class LocalInbox {
     });
     return { status: response.status, json: await response.json().catch(() => null) };
   }
+}
+
+/**
+ * The processes of group `group` that still run ("pid comm"). Zombies do not count: they hold no
+ * port or file, and killed grandchildren, reparented to a PID 1 that may never reap them, stay
+ * zombies for good.
+ */
+function liveMembers(group) {
+  const alive = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue; // exited meanwhile
+    }
+    // pid (comm) state ppid pgrp …; comm may hold spaces and parentheses, so split after the last ")".
+    const close = stat.lastIndexOf(")");
+    const [state, , pgrp] = stat.slice(close + 2).split(" ");
+    if (Number(pgrp) === group && state !== "Z" && state !== "X") alive.push(`${entry} ${stat.slice(stat.indexOf("(") + 1, close)}`);
+  }
+  return alive;
 }
 
 export function sleep(ms) {
