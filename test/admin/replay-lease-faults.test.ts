@@ -5,9 +5,11 @@
  * ends done, its effect once.
  */
 import { env } from "cloudflare:workers";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadConfig } from "../../src/config";
+import { PermanentError } from "../../src/processing/errors";
 import { defineHandlers } from "../../src/processing/handlers";
+import { sweep } from "../../src/processing/sweeper";
 import type { DeliveryRef } from "../../src/processing/messages";
 import { deliveryRow } from "../helpers/db";
 import { faultyNamespace, faultyQueue, rebindObject } from "../helpers/faults";
@@ -26,7 +28,22 @@ const recordingEffect = defineHandlers({
   },
 });
 
+const failing = defineHandlers({ "replay-faults": { "*": () => Promise.reject(new PermanentError("no amount")) } });
+
 beforeAll(createEffectTables);
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const reasons = (result: Awaited<ReturnType<typeof consume>>) => result.outcomes.map((outcome) => outcome.reason);
+
+async function replayWith(leases: ReturnType<typeof leasesThatCannotReset>, ref: DeliveryRef) {
+  const enqueued = faultyQueue(null);
+  const replay = await adminWithEnv(`/deliveries/${ref.source}/${ref.id}/replay`, { DELIVERY_LEASE: leases.namespace, DELIVERIES: enqueued.queue }, { method: "POST" });
+  expect(replay.status).toBe(202);
+  expect(leases.faulted.map(({ call }) => call.method)).toEqual(["reset"]);
+  expect(enqueued.sent).toEqual([ref]);
+}
 
 describe("a replay whose lease reset fails", () => {
   it("still ends done, its effect once, when the lease object kept a worn-out lease from the delivery's previous life", async () => {
@@ -46,14 +63,55 @@ describe("a replay whose lease reset fails", () => {
       .run();
 
     const leases = leasesThatCannotReset();
-    const enqueued = faultyQueue(null);
-    const replay = await adminWithEnv(`/deliveries/${ref.source}/${ref.id}/replay`, { DELIVERY_LEASE: leases.namespace, DELIVERIES: enqueued.queue }, { method: "POST" });
-    expect(replay.status).toBe(202);
-    expect(leases.faulted.map(({ call }) => call.method)).toEqual(["reset"]);
-    expect(enqueued.sent).toEqual([ref]);
+    await replayWith(leases, ref);
 
-    const { outcomes } = await consume([ref], recordingEffect, { DELIVERY_LEASE: leases.namespace });
-    expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done"]);
+    expect(reasons(await consume([ref], recordingEffect, { DELIVERY_LEASE: leases.namespace }))).toEqual(["done"]);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1, error: null, handled: 1 });
+    expect(await countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
+  });
+
+  it("waits for a lease of the previous life that is still held, then runs from attempt 1 once its alarm requeues it", async () => {
+    const ref: DeliveryRef = { source: "replay-faults", id: "still-held" };
+    await storeDelivery(ref, { n: 1 });
+    // A worker holds the lease when the dead-letter recorder sets the row failed (and cannot reset it).
+    const lease = leaseFor(env, ref);
+    const alarms = faultyQueue(null);
+    await rebindObject(lease, { DELIVERIES: alarms.queue });
+    expect((await lease.claim(ref)).kind).toBe("granted");
+    await env.DB.prepare("UPDATE deliveries SET status = 'failed', error = 'dead-lettered by the queue' WHERE source = ?1 AND id = ?2")
+      .bind(ref.source, ref.id)
+      .run();
+    const leases = leasesThatCannotReset();
+    await replayWith(leases, ref);
+
+    expect(reasons(await consume([ref], recordingEffect, { DELIVERY_LEASE: leases.namespace }))).toEqual(["busy"]);
+    expect(await expireLease(lease)).toBe(true);
+    expect(alarms.sent).toEqual([ref]);
+    expect(reasons(await consume([ref], recordingEffect, { DELIVERY_LEASE: leases.namespace }))).toEqual(["done"]);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1, error: null, handled: 1 });
+    expect(await countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
+  });
+
+  it("is only delayed, not undone, by the settled hint of a failure just before: the sweeper's requeue gets it done", async () => {
+    const ref: DeliveryRef = { source: "replay-faults", id: "just-failed" };
+    await storeDelivery(ref, { n: 1 });
+    // Its dead letter stays out of the runtime's dead-letter consumer.
+    expect(reasons(await consume([ref], failing, { DEAD_LETTERS: faultyQueue(null).queue }))).toEqual(["failed"]);
+    const leases = leasesThatCannotReset();
+    await replayWith(leases, ref);
+
+    // The lease object still remembers, for one lease period, that the delivery settled: the
+    // replay's message is turned away. The row keeps saying it waits, with nothing counted.
+    expect(reasons(await consume([ref], recordingEffect, { DELIVERY_LEASE: leases.namespace }))).toEqual(["settled"]);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "received", attempts: 0 });
+
+    // Two minutes on (past the hint and SWEEP_AFTER_SECONDS), the sweeper sends it again.
+    const realNow = Date.now.bind(Date);
+    vi.spyOn(Date, "now").mockImplementation(() => realNow() + 2 * 60_000);
+    const swept = faultyQueue(null);
+    await sweep({ ...env, DELIVERIES: swept.queue }, Date.now());
+    expect(swept.sent).toContainEqual(ref);
+    expect(reasons(await consume([ref], recordingEffect, { DELIVERY_LEASE: leases.namespace }))).toEqual(["done"]);
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1, error: null, handled: 1 });
     expect(await countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
   });

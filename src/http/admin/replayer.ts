@@ -5,8 +5,9 @@
  * 1. D1 first: one UPDATE moves the row to `received` with attempts 0, only from a settled state.
  *    Two admins replaying at once: one wins, the other gets a conflict. From here on the row says
  *    "not done", and the sweeper re-enqueues it even if the next steps are lost.
- * 2. Then the lease object is reset: it forgets its attempts and its in-memory "settled" hint. Done
- *    before step 1, a duplicate message could re-set that hint from the old row in between.
+ * 2. Then the lease object is reset: it forgets the previous life's lease and its in-memory
+ *    "settled" hint. Done before step 1, a duplicate message could re-set that hint from the old
+ *    row in between.
  * 3. Then the delivery is enqueued; the next claim gets a larger fencing token than any before.
  */
 import { leaseFor } from "../../processing/consumer";
@@ -65,13 +66,16 @@ export async function replayFailed(env: Env, options: { source?: string | undefi
 
 /**
  * Resets a delivery's lease object. A failure is logged, not thrown: the row is already back to
- * `received`, and answering an error would invite a second replay that now conflicts. The lease's
- * "settled" hint lasts one lease period at most, and the sweeper re-enqueues the row after that.
+ * `received`, and answering an error would invite a second replay that now conflicts. What the
+ * object kept cannot undo the replay, only delay it: attempts are counted in D1, which step 1
+ * zeroed; a lease of the previous life holds the delivery until it runs out and its alarm
+ * requeues it; the "settled" hint lasts one lease period at most, after which the sweeper sends
+ * the row again (test/admin/replay-lease-faults.test.ts).
  */
 async function resetLease(env: Env, ref: DeliveryRef): Promise<void> {
   try {
     await leaseFor(env, ref).reset();
   } catch (error) {
-    console.error(`replay: could not reset the lease of ${ref.source}/${ref.id}; the sweeper will retry it:`, describeError(error));
+    console.error(`replay: could not reset the lease of ${ref.source}/${ref.id}; it runs once the old lease or the sweeper lets it:`, describeError(error));
   }
 }
