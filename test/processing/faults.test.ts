@@ -289,7 +289,7 @@ describe("the idempotency key", () => {
     expect(seen.one).toHaveLength(3);
     expect(new Set(seen.one).size).toBe(1);
     expect(seen.two).toHaveLength(1);
-    expect(seen.two[0]).not.toBe(seen.one[0]);
+    expect(seen.two![0]).not.toBe(seen.one![0]);
   });
 });
 
