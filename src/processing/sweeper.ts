@@ -109,26 +109,27 @@ export async function sweepFromCron(env: Env, scheduledTimeMs: number): Promise<
   }
 }
 
-// Envs whose heartbeat was armed (or found armed) by this isolate: one object call per isolate.
-const heartbeatArmed = new WeakSet<object>();
+// Armed (or found armed) by this isolate: one call to the single Sweeper object per isolate, not
+// per request.
+let heartbeatArmed = false;
 
 /**
  * Makes sure the heartbeat alarm is set, once per isolate (a no-op with SWEEP_INTERVAL_SECONDS=0).
  * Called after each stored delivery and each queue batch; never throws.
  */
 export async function ensureSweepHeartbeat(env: Env): Promise<void> {
-  if (heartbeatArmed.has(env)) return;
+  if (heartbeatArmed) return;
   try {
     if (loadConfig(env).sweepIntervalSeconds === 0) return;
   } catch (error) {
     if (error instanceof ConfigError) return; // reported by the request or batch that called us
     throw error;
   }
-  heartbeatArmed.add(env);
+  heartbeatArmed = true;
   try {
     await sweeperFor(env).ensureScheduled();
   } catch (error) {
-    heartbeatArmed.delete(env);
+    heartbeatArmed = false;
     console.error("could not arm the sweep heartbeat:", describeError(error));
   }
 }
