@@ -7,7 +7,7 @@
  */
 import type { DeliveryRef } from "../processing/messages";
 import { isoTime } from "./clock";
-import { blobBytes, type BlobColumn } from "./columns";
+import { bodyColumns, bodyFromRow } from "./columns";
 
 export const DELIVERY_STATUSES = ["received", "processing", "done", "failed"] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
@@ -178,11 +178,11 @@ export async function listDeliveries(db: D1Database, query: ListingQuery): Promi
 /** One delivery with its body, or null when there is none with that source and id. */
 export async function getDelivery(db: D1Database, ref: DeliveryRef): Promise<DeliveryDetail | null> {
   const row = await db
-    .prepare(`SELECT ${SUMMARY_COLUMNS}, body FROM deliveries WHERE source = ?1 AND id = ?2`)
+    .prepare(`SELECT ${SUMMARY_COLUMNS}, ${bodyColumns()} FROM deliveries WHERE source = ?1 AND id = ?2`)
     .bind(ref.source, ref.id)
-    .first<DeliveryRow & { body: BlobColumn }>();
+    .first<DeliveryRow & Record<string, unknown>>();
   if (!row) return null;
-  return { ...toSummary(row), body: blobBytes(row.body) };
+  return { ...toSummary(row), body: bodyFromRow(row) };
 }
 
 /** What decides whether a delivery can be replayed, when the replay reset refused it. */

@@ -7,7 +7,7 @@
  */
 import type { DeliveryRef } from "../processing/messages";
 import { isoTime } from "./clock";
-import { blobBytes, type BlobColumn } from "./columns";
+import { bodyColumns, bodyFromRow } from "./columns";
 
 /** What a `markProcessing` statement found. */
 export type Claimed =
@@ -64,18 +64,18 @@ export function markProcessing(
         WHERE source = ?1 AND id = ?2
           AND status IN ('received', 'processing')
           AND coalesce(lease_token, 0) <= ?3
-        RETURNING status, attempts, event_type, CASE WHEN status = 'processing' THEN body END AS body`,
+        RETURNING status, attempts, event_type, ${bodyColumns("body", "status = 'processing'")}`,
     )
     .bind(ref.source, ref.id, token, isoTime(nowMs), gaveUpError(maxAttempts), maxAttempts, takeover ? 1 : 0);
 }
 
 /** What a `markProcessing` result says. */
 export function claimedDelivery(result: D1Result): Claimed {
-  const row = result.results[0] as { status: string; attempts: number; event_type: string | null; body: BlobColumn } | undefined;
+  const row = result.results[0] as { status: string; attempts: number; event_type: string | null } | undefined;
   if (!row) return { kind: "gone" };
   if (row.status === "failed") return { kind: "gave_up", attempts: row.attempts, error: gaveUpError(row.attempts) };
   // A forced replay of a done delivery whose body retention already cleared hands over no bytes.
-  return { kind: "run", attempt: row.attempts, delivery: { eventType: row.event_type, body: blobBytes(row.body) ?? new Uint8Array(0) } };
+  return { kind: "run", attempt: row.attempts, delivery: { eventType: row.event_type, body: bodyFromRow(row) ?? new Uint8Array(0) } };
 }
 
 /**

@@ -8,12 +8,13 @@
  * group-commit.ts, which writes concurrent deliveries as one batch.
  */
 import { isoTime } from "./clock";
+import { bodyFromParams, bodyParams } from "./columns";
 
 export interface NewDelivery {
   readonly source: string;
   readonly id: string;
   readonly eventType: string | null;
-  /** The raw request body, stored as a BLOB byte for byte. */
+  /** The raw request body, stored as a BLOB byte for byte (sent as hex: columns.ts). */
   readonly body: Uint8Array;
   readonly receivedAtMs: number;
   /** SHA-256 of the signed content, when the source deduplicates on content; else absent or null. */
@@ -31,8 +32,8 @@ export function insertDelivery(db: D1Database, delivery: NewDelivery): D1Prepare
   return db
     .prepare(
       `INSERT INTO deliveries (source, id, event_type, status, attempts, body, received_at, updated_at, content_digest)
-       VALUES (?1, ?2, ?3, 'received', 0, ?4, ?5, ?5, ?6)
+       VALUES (?1, ?2, ?3, 'received', 0, ${bodyFromParams(6)}, ?4, ?4, ?5)
        ON CONFLICT DO NOTHING`,
     )
-    .bind(delivery.source, delivery.id, delivery.eventType, delivery.body, now, delivery.contentDigest ?? null);
+    .bind(delivery.source, delivery.id, delivery.eventType, now, delivery.contentDigest ?? null, ...bodyParams(delivery.body));
 }
