@@ -71,8 +71,13 @@ export async function recordDeliveryGrouped(db: D1Database, ctx: WaitUntil, deli
   try {
     changes = await inThisRequest(group.written);
   } catch {
-    // The batch failed as a whole: this delivery's own insert decides, and may throw.
-    return outcome((await insertDelivery(db, delivery).run()).meta.changes);
+    // The batch failed as a whole: this delivery's own insert decides, and may throw. When it
+    // finds the row there, the batch may have landed before it reported its error, and then the
+    // row is this request's and must be enqueued: so it counts as stored. Had it been a genuine
+    // duplicate, the extra queue message is harmless (the lease and the row dedupe it), and the
+    // provider gets its 200 either way.
+    await insertDelivery(db, delivery).run();
+    return "stored";
   }
   return outcome(changes[index]!);
 }

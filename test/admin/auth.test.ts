@@ -1,4 +1,7 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { deliveryRow } from "../helpers/db";
+import { storeDelivery } from "../helpers/processing";
 import { admin, adminWithEnv } from "./client";
 
 const ADMIN_ROUTES = ["/stats", "/deliveries", "/deliveries/standard/msg_1", "/openapi.json"];
@@ -31,9 +34,14 @@ describe("admin authentication", () => {
     expect(result).toMatchObject({ status: 401, json: { error: "unauthorized" } });
   });
 
-  it("refuses a replay without a token before touching anything", async () => {
-    const result = await admin("/replay", { token: null, body: { status: "failed" } });
-    expect(result.status).toBe(401);
+  it("refuses a replay without a token before touching anything: the failed delivery stays failed", async () => {
+    const ref = { source: "auth", id: "failed-before" };
+    await storeDelivery(ref);
+    await env.DB.prepare("UPDATE deliveries SET status = 'failed', error = 'kept' WHERE id = ?").bind(ref.id).run();
+    const bulk = await admin("/replay", { token: null, body: { status: "failed" } });
+    const single = await admin(`/deliveries/${ref.source}/${ref.id}/replay`, { token: null, method: "POST" });
+    expect([bulk.status, single.status]).toEqual([401, 401]);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "failed", error: "kept" });
   });
 
   it("accepts the right token, with the scheme in any case", async () => {

@@ -9,7 +9,7 @@ import { deliveryRows } from "../helpers/db";
 type Statement = D1PreparedStatement & { readonly real: D1PreparedStatement; readonly id: string };
 
 /** The real DB binding, with its round trips counted and failures injectable. */
-function countedDb(failures: { batch?: boolean; runFor?: string } = {}) {
+function countedDb(failures: { batch?: boolean; batchLandsThenFails?: boolean; runFor?: string } = {}) {
   const calls = { runs: [] as string[], batches: [] as number[] };
   const db = {
     prepare(sql: string) {
@@ -33,7 +33,9 @@ function countedDb(failures: { batch?: boolean; runFor?: string } = {}) {
     batch(statements: Statement[]) {
       calls.batches.push(statements.length);
       if (failures.batch) return Promise.reject(new Error("D1_ERROR: injected batch failure"));
-      return env.DB.batch(statements.map((statement) => statement.real));
+      const written = env.DB.batch(statements.map((statement) => statement.real));
+      if (failures.batchLandsThenFails) return written.then(() => Promise.reject(new Error("D1_ERROR: Network connection lost (injected)")));
+      return written;
     },
   } as unknown as D1Database;
   return { db, calls };
@@ -122,4 +124,14 @@ it("when a batch fails, each member writes its own row, so nothing is reported s
   expect(calls.runs.sort()).toEqual(["f0", "f1", "f2", "f3", "f4"]);
   expect(results.map((result) => result.status)).toEqual(["fulfilled", "fulfilled", "fulfilled", "rejected", "fulfilled"]);
   expect(await storedIds("f")).toEqual(["f0", "f1", "f2", "f4"]);
+});
+
+it("when a batch lands but reports an error, its members are still stored (and so enqueued), once", async () => {
+  const { db, calls } = countedDb({ batchLandsThenFails: true });
+  const ids = ["l0", "l1", "l2", "l3"];
+  const outcomes = await Promise.all(ids.map((id) => recordDeliveryGrouped(db, ctx, delivery(id))));
+  expect(calls.batches).toEqual([3]);
+  // Each member's own insert then finds its row: the batch's, which only this request knows of.
+  expect(outcomes).toEqual(["stored", "stored", "stored", "stored"]);
+  expect(await storedIds("l")).toEqual(ids);
 });
