@@ -15,18 +15,26 @@ import { createOrderGuard, STALE_VERSION } from "./order-guard";
 /** What became of one message; `reason` is for logs and tests. */
 export type Outcome =
   | { readonly action: "ack"; readonly reason: "done" | "unhandled" | "failed" | "busy" | "settled" | "lease_lost" | "exhausted" | "malformed" }
-  | { readonly action: "retry"; readonly reason: "handler_error" | "infrastructure"; readonly delaySeconds: number };
+  | { readonly action: "retry"; readonly reason: "handler_error" | "infrastructure" | "deferred"; readonly delaySeconds: number };
 
 /**
  * True when D1 refused a statement itself (a constraint, a trigger such as the order guard's, bad
  * SQL): the delivery's own effects are at fault, and its attempt counts like a handler error.
- * Anything else from D1 (a lost connection, an overloaded or reset database) is infrastructure:
- * retried without using up an attempt. SQLite's result code ends D1's message for the former,
+ * Anything else from D1 (a lost connection, an overloaded, busy or reset database) is
+ * infrastructure: retried without using up an attempt. SQLite's result code ends D1's message,
  * e.g. "D1_ERROR: UNIQUE constraint failed: payments.delivery_id: SQLITE_CONSTRAINT".
  */
 export function isStatementError(error: unknown): boolean {
-  return error instanceof Error && /\bSQLITE_[A-Z_]+\b/.test(error.message);
+  return error instanceof Error && STATEMENT_ERROR.test(error.message);
 }
+
+/**
+ * SQLite's result codes for a statement D1 refused on its own account: a constraint (triggers
+ * included), bad SQL or a function it may not call, a wrong type, a parameter out of range, a
+ * value too big. BUSY, LOCKED, IOERR, NOMEM, INTERRUPT, FULL and the rest are the database's
+ * trouble, not the statement's.
+ */
+const STATEMENT_ERROR = /\bSQLITE_(CONSTRAINT(_[A-Z]+)?|ERROR|MISMATCH|RANGE|TOOBIG|AUTH)\b/;
 
 /** A claimed delivery whose handler ran: what to commit with its done mark. */
 export interface HandledDelivery {
@@ -41,6 +49,7 @@ export async function runHandler(
   ref: DeliveryRef,
   delivery: ClaimedDelivery,
   attempt: number,
+  signal: AbortSignal,
 ): Promise<HandledDelivery> {
   const handler = findHandler(handlers, ref.source, delivery.eventType);
   if (!handler) return { handled: false, effects: [] };
@@ -53,6 +62,7 @@ export async function runHandler(
     env,
     idempotencyKey: await idempotencyKey(ref),
     rawBody: delivery.body,
+    signal,
     effect: (...statements) => void effects.push(...statements),
     order: createOrderGuard(env.DB, ref, (statement) => void effects.push(statement)),
   };

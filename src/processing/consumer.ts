@@ -4,8 +4,9 @@
  * Per delivery, on its own: claim its lease (DeliveryLease), mark it `processing` in D1 (which
  * counts the attempt and reads the body), run the user's handler while the lease is renewed,
  * commit the handler's effects together with the `done` mark in one fenced D1 transaction, settle
- * the lease, and ack the message. A delivery's lease covers only its own work: a slow handler
- * holds up neither the leases nor the results of the others in its batch. What a handler throws
+ * the lease, and ack the message. A delivery's lease covers only its own work, and is renewed from
+ * its claim until its result is recorded: a slow handler keeps its delivery, and holds up neither
+ * the leases nor the results of the others in its batch. What a handler throws
  * decides the rest (attempt.ts): `PermanentError` fails at once; anything else retries with
  * backoff until MAX_ATTEMPTS, then fails. Failed deliveries go to the dead-letter queue.
  *
@@ -25,7 +26,7 @@ import { claimedDelivery, committedWith, isLeaseLost, markDone, markProcessing }
 import { handleFailure, isStatementError, runHandler, sendDeadLetter, type Outcome } from "./attempt";
 import { describeError } from "./errors";
 import type { HandlerRegistry } from "./handlers";
-import { keepLease } from "./keep-lease";
+import { holdLease, withDeadline } from "./keep-lease";
 import type { DeliveryLease } from "./lease";
 import { isDeliveryRef, leaseName, type DeliveryRef } from "./messages";
 
@@ -36,6 +37,14 @@ export type { Outcome } from "./attempt";
  * batch of large bodies (up to 1 MiB each) never holds more than a few in memory.
  */
 export const BATCH_CONCURRENCY = 8;
+/**
+ * A queue consumer invocation runs for 15 minutes at most. A batch starts no delivery once less
+ * than a handler's time is left of 14 of them, and cuts handlers short at that mark: the rest are
+ * retried unclaimed (no attempt used), and there is a minute left to record the results.
+ */
+export const BATCH_BUDGET_MS = 14 * 60_000;
+/** A delivery is not started with less than this (or HANDLER_TIMEOUT_SECONDS, if shorter) left of the budget. */
+export const MIN_HANDLER_WINDOW_MS = 60_000;
 /** Retry delays after an infrastructure error: 10 s, doubling with the message's attempts, at most 5 min. */
 export const INFRASTRUCTURE_RETRY_SECONDS = 10;
 export const INFRASTRUCTURE_RETRY_MAX_SECONDS = 300;
@@ -49,6 +58,8 @@ interface BatchContext {
   readonly marks: StatementBatcher;
   /** The done marks with their effects, coalesced. */
   readonly commits: StatementBatcher;
+  /** When the batch's time is up (ms, see BATCH_BUDGET_MS). */
+  readonly deadlineMs: number;
 }
 
 /** The lease object of one delivery. */
@@ -59,7 +70,14 @@ export function leaseFor(env: Env, ref: DeliveryRef): DurableObjectStub<Delivery
 /** Processes a batch from `webhook-deliveries`; each message is acked or retried on its own, as soon as its delivery is. */
 export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, handlers: HandlerRegistry): Promise<Outcome[]> {
   const config = loadConfig(env);
-  const context: BatchContext = { env, config, handlers, marks: createBatcher(env.DB), commits: createBatcher(env.DB) };
+  const context: BatchContext = {
+    env,
+    config,
+    handlers,
+    marks: createBatcher(env.DB),
+    commits: createBatcher(env.DB),
+    deadlineMs: Date.now() + BATCH_BUDGET_MS,
+  };
   const outcomes: Outcome[] = new Array(batch.messages.length);
   let next = 0;
   const worker = async () => {
@@ -83,6 +101,10 @@ async function processMessage(message: Message<unknown>, context: BatchContext):
     return { action: "ack", reason: "malformed" };
   }
   const ref = message.body;
+  if (context.deadlineMs - Date.now() < Math.min(context.config.handlerTimeoutSeconds * 1000, MIN_HANDLER_WINDOW_MS)) {
+    // Too late in the invocation to start: the next one takes it, unclaimed, nothing counted.
+    return { action: "retry", reason: "deferred", delaySeconds: 0 };
+  }
   const lease = leaseFor(context.env, ref);
   let claim;
   try {
@@ -92,6 +114,7 @@ async function processMessage(message: Message<unknown>, context: BatchContext):
   }
   // Someone holds it (its renewals keep it, or its alarm requeues it if they die), or it is finished.
   if (claim.kind !== "granted") return { action: "ack", reason: claim.kind };
+  const stopHolding = holdLease(lease, claim.token, context.config.leaseSeconds * 1000);
   try {
     return await processClaimed(ref, lease, claim.token, claim.takeover, context);
   } catch (error) {
@@ -102,6 +125,8 @@ async function processMessage(message: Message<unknown>, context: BatchContext):
       console.error(`could not release the lease of ${ref.source}/${ref.id}:`, describeError(releaseError));
     });
     return outcome;
+  } finally {
+    stopHolding();
   }
 }
 
@@ -111,7 +136,7 @@ async function processClaimed(
   lease: DurableObjectStub<DeliveryLease>,
   token: number,
   takeover: boolean,
-  { env, config, handlers, marks, commits }: BatchContext,
+  { env, config, handlers, marks, commits, deadlineMs }: BatchContext,
 ): Promise<Outcome> {
   const [marked] = await marks.run([markProcessing(env.DB, ref, token, takeover, config.maxAttempts, Date.now())]);
   const claimed = claimedDelivery(marked!);
@@ -128,10 +153,9 @@ async function processClaimed(
 
   let handled;
   try {
-    handled = await keepLease(() => runHandler(env, handlers, ref, claimed.delivery, claimed.attempt), lease, token, {
-      leaseMs: config.leaseSeconds * 1000,
-      timeoutMs: config.handlerTimeoutSeconds * 1000,
-    });
+    // A few seconds of the batch's time are kept for recording the result.
+    const timeoutMs = Math.max(1_000, Math.min(config.handlerTimeoutSeconds * 1000, deadlineMs - Date.now() - 5_000));
+    handled = await withDeadline((signal) => runHandler(env, handlers, ref, claimed.delivery, claimed.attempt, signal), timeoutMs);
   } catch (error) {
     return handleFailure(error, env, config, ref, lease, token, claimed.attempt);
   }

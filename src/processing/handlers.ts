@@ -23,6 +23,11 @@ export interface HandlerContext {
   readonly idempotencyKey: string;
   /** The raw body bytes, exactly as signed. */
   readonly rawBody: Uint8Array;
+  /**
+   * Aborted when the handler's deadline passes (HANDLER_TIMEOUT_SECONDS): pass it to `fetch` so
+   * that calls of a handler that was given up on stop too (`fetch(url, { signal: ctx.signal })`).
+   */
+  readonly signal: AbortSignal;
   /** Adds a D1 statement to the transaction that marks the delivery done. */
   effect(...statements: D1PreparedStatement[]): void;
   /** Per-entity version tracking, for events that arrive out of order. */

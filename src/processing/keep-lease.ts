@@ -1,12 +1,13 @@
 /**
- * A handler's run under its lease: the lease is renewed while the handler works, so a slow handler
- * keeps its delivery instead of losing it to a second worker, and a deadline ends a handler that
- * never returns (its attempt then counts as a retryable failure).
+ * A delivery's work under its lease: the lease is renewed from the claim until the result is
+ * recorded, so slow work (a slow handler, or D1 slow to take a mark or a commit) keeps its
+ * delivery instead of losing it to a second worker; and a deadline ends a handler that never
+ * returns (its attempt then counts as a retryable failure).
  */
 import { describeError } from "./errors";
 import type { DeliveryLease } from "./lease";
 
-/** A handler ran past HANDLER_TIMEOUT_SECONDS: retried like any other failure. */
+/** A handler ran past its deadline (HANDLER_TIMEOUT_SECONDS, or what was left of the batch's time). */
 export class HandlerTimeoutError extends Error {
   override readonly name = "HandlerTimeoutError";
 }
@@ -15,19 +16,17 @@ export class HandlerTimeoutError extends Error {
 type Renewable = Pick<DurableObjectStub<DeliveryLease>, "renew">;
 
 /**
- * Runs `work` while renewing the lease `token` every third of `leaseMs`, and rejects with
- * HandlerTimeoutError after `timeoutMs`. A handler that returns within a third of the lease
- * (the usual case) costs no renewal at all.
+ * Renews the lease `token` every third of `leaseMs` until the returned function is called. Work
+ * that is done within a third of the lease (the usual case) costs no renewal at all.
  * @example
- * const handled = await keepLease(() => runHandler(...), lease, token, { leaseMs: 60_000, timeoutMs: 300_000 });
+ * const stop = holdLease(lease, token, 60_000);
+ * try { await work(); } finally { stop(); }
  */
-export async function keepLease<T>(work: () => Promise<T>, lease: Renewable, token: number, limits: { leaseMs: number; timeoutMs: number }): Promise<T> {
-  let renewTimer: ReturnType<typeof setTimeout> | undefined;
-  let deadlineTimer: ReturnType<typeof setTimeout> | undefined;
-  let running = true;
-  const renewEveryMs = Math.max(1_000, Math.floor(limits.leaseMs / 3));
-  const scheduleRenewal = () => {
-    renewTimer = setTimeout(async () => {
+export function holdLease(lease: Renewable, token: number, leaseMs: number): () => void {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let holding = true;
+  const schedule = () => {
+    timer = setTimeout(async () => {
       let keep = true;
       try {
         // False: another worker took over (our renewal came too late). The fenced commit refuses
@@ -37,18 +36,35 @@ export async function keepLease<T>(work: () => Promise<T>, lease: Renewable, tok
         // The lease object browned out: try again at the next tick, the lease has two more.
         console.error("could not renew a lease, will try again:", describeError(error));
       }
-      if (keep && running) scheduleRenewal();
-    }, renewEveryMs);
+      if (keep && holding) schedule();
+    }, leaseMs / 3);
   };
-  scheduleRenewal();
+  schedule();
+  return () => {
+    holding = false;
+    clearTimeout(timer);
+  };
+}
+
+/**
+ * Runs `work` with a deadline: rejects with HandlerTimeoutError after `timeoutMs`, and aborts the
+ * signal it hands to `work` then, so that a handler passing it on (to `fetch`) stops its calls.
+ * A handler that ignores the signal keeps running in the background, but its effects are never
+ * committed.
+ */
+export async function withDeadline<T>(work: (signal: AbortSignal) => Promise<T>, timeoutMs: number): Promise<T> {
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    deadlineTimer = setTimeout(() => reject(new HandlerTimeoutError(`the handler did not return within ${Math.round(limits.timeoutMs / 1000)} s`)), limits.timeoutMs);
+    timer = setTimeout(() => {
+      const error = new HandlerTimeoutError(`the handler did not return within ${Math.round(timeoutMs / 1000)} s`);
+      controller.abort(error);
+      reject(error);
+    }, timeoutMs);
   });
   try {
-    return await Promise.race([work(), deadline]);
+    return await Promise.race([work(controller.signal), deadline]);
   } finally {
-    running = false;
-    clearTimeout(renewTimer);
-    clearTimeout(deadlineTimer);
+    clearTimeout(timer);
   }
 }

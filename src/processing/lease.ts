@@ -135,7 +135,10 @@ export class DeliveryLease extends DurableObject<Env> {
 
   async #settle(token: number): Promise<boolean> {
     const state = await this.#load();
-    if (state && state.token !== token) return false;
+    // Nothing held: a late settle, e.g. from a worker of before a replay's reset. Setting the
+    // settled hint now would turn the replay's message away; there is nothing to forget anyway.
+    if (!state) return true;
+    if (state.token !== token) return false;
     await this.#forget();
     return true;
   }

@@ -27,10 +27,8 @@ export interface ClaimedDelivery {
 /** The D1 error the lease fence raises (migrations/0001, trigger `deliveries_lease_fence`). */
 export const LEASE_LOST = "lease_lost";
 
-/** The error recorded on a delivery whose workers kept dying (see `markProcessing`). */
-export function gaveUpError(attempts: number): string {
-  return `gave up: the worker kept crashing (${attempts} attempts without a result)`;
-}
+/** How the error of a delivery whose workers kept dying begins (see `markProcessing`). */
+const GAVE_UP = "gave up: the worker kept crashing (";
 
 /**
  * Claims a delivery in D1 under `token`, in one statement, and counts the attempt: `attempts`
@@ -39,8 +37,9 @@ export function gaveUpError(attempts: number): string {
  *
  * The crash-loop check is part of the same statement: when the previous holder's lease ran out
  * (`takeover`) while the row still says `processing` (its handler started and never reported),
- * and that was the MAX_ATTEMPTS-th run, the delivery is set `failed` instead. A run whose worker
- * reported a failure moved the row back to `received` first, so only vanished runs count here.
+ * and that was the MAX_ATTEMPTS-th run, the delivery is set `failed` instead of running again.
+ * A run whose worker reported a failure moved the row back to `received` first, so the check
+ * only ever ends a delivery whose last run vanished.
  *
  * Running it again with the same token is harmless (a batch that committed but reported an
  * error is retried statement by statement): the row is returned again, the attempt not counted
@@ -54,27 +53,28 @@ export function markProcessing(
   maxAttempts: number,
   nowMs: number,
 ): D1PreparedStatement {
+  const gaveUp = "?6 AND status = 'processing' AND attempts >= ?5";
   return db
     .prepare(
       `UPDATE deliveries
-          SET status = CASE WHEN ?7 AND status = 'processing' AND attempts >= ?6 AND lease_token < ?3 THEN 'failed' ELSE 'processing' END,
-              error = CASE WHEN ?7 AND status = 'processing' AND attempts >= ?6 AND lease_token < ?3 THEN ?5 ELSE error END,
-              attempts = CASE WHEN coalesce(lease_token, 0) = ?3 OR (?7 AND status = 'processing' AND attempts >= ?6) THEN attempts ELSE attempts + 1 END,
+          SET status = CASE WHEN ${gaveUp} AND lease_token < ?3 THEN 'failed' ELSE 'processing' END,
+              error = CASE WHEN ${gaveUp} AND lease_token < ?3 THEN '${GAVE_UP}' || attempts || ' attempts without a result)' ELSE error END,
+              attempts = CASE WHEN coalesce(lease_token, 0) = ?3 OR (${gaveUp}) THEN attempts ELSE attempts + 1 END,
               lease_token = ?3, updated_at = ?4
         WHERE source = ?1 AND id = ?2
           AND status IN ('received', 'processing')
           AND coalesce(lease_token, 0) <= ?3
-        RETURNING status, attempts, event_type, ${bodyColumns("body", "status = 'processing'")}`,
+        RETURNING status, attempts, error, event_type, ${bodyColumns("body", "status = 'processing'")}`,
     )
-    .bind(ref.source, ref.id, token, isoTime(nowMs), gaveUpError(maxAttempts), maxAttempts, takeover ? 1 : 0);
+    .bind(ref.source, ref.id, token, isoTime(nowMs), maxAttempts, takeover ? 1 : 0);
 }
 
 /** What a `markProcessing` result says. */
 export function claimedDelivery(result: D1Result): Claimed {
-  const row = result.results[0] as { status: string; attempts: number; event_type: string | null } | undefined;
+  const row = result.results[0] as { status: string; attempts: number; error: string; event_type: string | null } | undefined;
   if (!row) return { kind: "gone" };
-  if (row.status === "failed") return { kind: "gave_up", attempts: row.attempts, error: gaveUpError(row.attempts) };
-  // A forced replay of a done delivery whose body retention already cleared hands over no bytes.
+  if (row.status === "failed") return { kind: "gave_up", attempts: row.attempts, error: row.error };
+  // A row whose body retention cleared is never claimable (a replay refuses it); an empty body is.
   return { kind: "run", attempt: row.attempts, delivery: { eventType: row.event_type, body: bodyFromRow(row) ?? new Uint8Array(0) } };
 }
 

@@ -3,12 +3,12 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { parseDotenv, prepareDevVars, secretsThatLookLikeLists } from "../../src/cli/lib/dev-vars.mjs";
+import { freePort } from "../e2e/harness.mjs";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const EXAMPLE = readFileSync(join(ROOT, ".dev.vars.example"), "utf8");
@@ -102,18 +102,6 @@ describe("prepareDevVars", () => {
   });
 });
 
-/** A free TCP port on loopback. */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -8,7 +8,8 @@
  * - "throw": fail before anything happens (D1 unreachable, the object overloaded);
  * - "commit-then-throw": do the real work, then report an error (a lost response);
  * - "hang": wait for `release()` of the returned controls before doing the real work, as a
- *   stalled call does (the caller sees nothing until then).
+ *   stalled call does (the caller sees nothing until then);
+ * - an Error: thrown instead of the call (to shape it like one of D1's own).
  */
 import { runInDurableObject } from "cloudflare:test";
 
@@ -23,7 +24,8 @@ export interface Call {
   readonly n: number;
 }
 
-export type Plan = (call: Call) => Fault | undefined;
+/** What to do with a call: a fault, an error to throw instead of running it, or nothing (run it). */
+export type Plan = (call: Call) => Fault | Error | undefined;
 
 /** An error shaped like D1's own for a lost connection: not a statement error (no SQLITE_ code). */
 export function infrastructureError(what = "D1"): Error {
@@ -35,14 +37,14 @@ export interface FaultControls {
   /** Calls made through the wrapper so far. */
   readonly calls: Call[];
   /** Calls that faulted, by fault. */
-  readonly faulted: { call: Call; fault: Fault }[];
+  readonly faulted: { call: Call; fault: Fault | Error }[];
   /** Lets every stalled call go on (they then run for real). */
   release(): void;
 }
 
-function controls(): FaultControls & { apply<T>(call: Call, fault: Fault | undefined, real: () => Promise<T>, what: string): Promise<T> } {
+function controls(): FaultControls & { apply<T>(call: Call, fault: Fault | Error | undefined, real: () => Promise<T>, what: string): Promise<T> } {
   const calls: Call[] = [];
-  const faulted: { call: Call; fault: Fault }[] = [];
+  const faulted: { call: Call; fault: Fault | Error }[] = [];
   let released!: () => void;
   const stalls = new Promise<void>((resolve) => (released = resolve));
   return {
@@ -52,6 +54,7 @@ function controls(): FaultControls & { apply<T>(call: Call, fault: Fault | undef
     async apply(call, fault, real, what) {
       calls.push(call);
       if (fault) faulted.push({ call, fault });
+      if (fault instanceof Error) throw fault;
       if (fault === "throw") throw infrastructureError(what);
       if (fault === "hang") {
         await stalls;

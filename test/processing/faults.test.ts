@@ -5,7 +5,8 @@
  */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
+import { BATCH_BUDGET_MS, BATCH_CONCURRENCY } from "../../src/processing/consumer";
 import { defineHandlers, type Handler } from "../../src/processing/handlers";
 import { deliveryRow } from "../helpers/db";
 import { faultyD1, faultyNamespace, rebindObject } from "../helpers/faults";
@@ -98,17 +99,61 @@ describe("a slow handler", () => {
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 });
   });
 
-  it("is given up on after HANDLER_TIMEOUT_SECONDS as a retryable failure, and its lease is released", async () => {
+  it("is given up on after HANDLER_TIMEOUT_SECONDS as a retryable failure: its signal aborts, its lease is released", async () => {
     const ref = { source: "hung", id: "never-returns" };
     await storeDelivery(ref);
-    const handlers = defineHandlers({ hung: { "*": () => new Promise<never>(() => {}) } });
+    const signals: AbortSignal[] = [];
+    const handlers = defineHandlers({
+      hung: {
+        "*": (_event, ctx) => {
+          signals.push(ctx.signal);
+          return new Promise<never>(() => {});
+        },
+      },
+    });
     const { outcomes, retryDelays } = await consume([ref], handlers, { HANDLER_TIMEOUT_SECONDS: "1" });
     expect(outcomes[0]).toMatchObject({ action: "retry", reason: "handler_error" });
     expect(retryDelays).toEqual([2]);
     const row = await deliveryRow(ref.source, ref.id);
     expect(row).toMatchObject({ status: "received", attempts: 1 });
     expect(row!.error).toBe("HandlerTimeoutError: the handler did not return within 1 s");
+    expect(signals).toHaveLength(1);
+    expect(signals[0]!.aborted).toBe(true);
     expect(await leaseFor(env, ref).claim(ref)).toMatchObject({ kind: "granted", takeover: false });
+  });
+});
+
+describe("the batch's time budget", () => {
+  it("starts no delivery once less than a handler's time is left: the rest are retried unclaimed, nothing counted", async () => {
+    const refs = Array.from({ length: 10 }, (_, index) => ({ source: "budget", id: `b-${index}` }));
+    for (const ref of refs) await storeDelivery(ref);
+    const realNow = Date.now.bind(Date);
+    let clock: { mockRestore(): void } | undefined;
+    const handlers = defineHandlers({
+      budget: {
+        "*": async (event, ctx) => {
+          // The first handler to finish takes 14 minutes, as far as the batch can tell.
+          if (!clock) clock = vi.spyOn(Date, "now").mockImplementation(() => realNow() + BATCH_BUDGET_MS);
+          return counting(event, ctx) as never;
+        },
+      },
+    });
+    let outcomes;
+    try {
+      ({ outcomes } = await consume(refs, handlers));
+    } finally {
+      clock?.mockRestore();
+    }
+    // BATCH_CONCURRENCY (8) had started; the 9th and 10th came after the clock moved.
+    expect(outcomes.slice(0, BATCH_CONCURRENCY).every((outcome) => outcome.reason === "done")).toBe(true);
+    expect(outcomes.slice(BATCH_CONCURRENCY)).toEqual([
+      { action: "retry", reason: "deferred", delaySeconds: 0 },
+      { action: "retry", reason: "deferred", delaySeconds: 0 },
+    ]);
+    for (const ref of refs.slice(BATCH_CONCURRENCY)) {
+      expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "received", attempts: 0 });
+      expect(await leaseFor(env, ref).claim(ref)).toMatchObject({ kind: "granted", takeover: false });
+    }
   });
 });
 
@@ -178,6 +223,34 @@ describe("infrastructure failures", () => {
     expect((await consume([ref], handlers)).outcomes[0]!.reason).toBe("settled");
     expect((await leaseState(ref)).state).toBeUndefined();
     expect(await runsOf(ref.id)).toBe(1);
+  });
+
+  it("keep the lease while D1 is slow to take the mark: renewed from the claim, not only while the handler runs", async () => {
+    const ref = { source: "slowd1", id: "slow-mark" };
+    await storeDelivery(ref);
+    await rebindObject(leaseFor(env, ref), { LEASE_SECONDS: "3" });
+    const slowMark = faultyD1(env.DB, (call) => (call.sql.some((sql) => sql.includes("SET status = CASE")) ? "hang" : undefined));
+    const run = consume([ref], defineHandlers({ slowd1: { "*": counting } }), { DB: slowMark.db, LEASE_SECONDS: "3" });
+    await expect.poll(() => slowMark.faulted.length).toBe(1);
+    const claimedUntil = (await leaseState(ref)).state!.heldUntilMs!;
+    await expect.poll(async () => (await leaseState(ref)).state!.heldUntilMs! > claimedUntil + 1_500, { timeout: 8_000, interval: 250 }).toBe(true);
+    slowMark.release();
+    expect((await run).outcomes[0]!.reason).toBe("done");
+    expect(await runsOf(ref.id)).toBe(1);
+  });
+
+  it("count a busy or locked database as infrastructure, not as the handler's error, even on the last attempt", async () => {
+    const ref = { source: "busy", id: "locked-on-commit" };
+    await storeDelivery(ref);
+    await env.DB.prepare("UPDATE deliveries SET attempts = 4 WHERE id = ?").bind(ref.id).run();
+    const locked = faultyD1(env.DB, (call) =>
+      call.sql.some((sql) => sql.includes("SET status = 'done'")) ? new Error("D1_ERROR: database is locked: SQLITE_BUSY") : undefined,
+    );
+    const handlers = defineHandlers({ busy: { "*": counting } });
+    const { outcomes } = await consume([ref], handlers, { DB: locked.db });
+    expect(outcomes[0]).toMatchObject({ action: "retry", reason: "infrastructure" });
+    expect((await deliveryRow(ref.source, ref.id))!.status).not.toBe("failed");
+    expect((await consume([ref], handlers)).outcomes[0]!.reason).toBe("done");
   });
 
   it("take a done commit that D1 reported as failed for the success it was", async () => {

@@ -117,6 +117,16 @@ describe("DeliveryLease", () => {
     expect(retry).toMatchObject({ kind: "granted", takeover: false });
   });
 
+  it("ignores a late settle after a reset: the replay's claim is granted, not turned away as settled", async () => {
+    const ref = { source: "lease", id: "late-settle" };
+    const lease = leaseFor(env, ref);
+    const before = await lease.claim(ref);
+    if (before.kind !== "granted") throw new Error("expected a grant");
+    await lease.reset(); // an admin replay
+    expect(await lease.settle(before.token)).toBe(true); // the worker of before the replay, late
+    expect(await lease.claim(ref)).toMatchObject({ kind: "granted" });
+  });
+
   it("leaves no storage and no alarm once settled", async () => {
     const ref = { source: "lease", id: "settled" };
     const lease = leaseFor(env, ref);
