@@ -109,27 +109,32 @@ export async function sweepFromCron(env: Env, scheduledTimeMs: number): Promise<
   }
 }
 
-// Armed (or found armed) by this isolate: one call to the single Sweeper object per isolate, not
-// per request.
-let heartbeatArmed = false;
+/**
+ * How often an isolate checks that the heartbeat is armed: one call to the single Sweeper object
+ * per isolate every 10 minutes, not per request. Checking again (not once per isolate) re-arms a
+ * heartbeat whose alarm died (its retries used up) while the isolate lives on.
+ */
+export const HEARTBEAT_CHECK_MS = 10 * 60_000;
+let heartbeatCheckedAtMs: number | null = null;
 
 /**
- * Makes sure the heartbeat alarm is set, once per isolate (a no-op with SWEEP_INTERVAL_SECONDS=0).
- * Called after each stored delivery and each queue batch; never throws.
+ * Makes sure the heartbeat alarm is set (a no-op with SWEEP_INTERVAL_SECONDS=0). Called after each
+ * stored delivery and each queue batch, and does its work at most every HEARTBEAT_CHECK_MS; never throws.
  */
 export async function ensureSweepHeartbeat(env: Env): Promise<void> {
-  if (heartbeatArmed) return;
+  const nowMs = Date.now();
+  if (heartbeatCheckedAtMs !== null && nowMs - heartbeatCheckedAtMs < HEARTBEAT_CHECK_MS) return;
   try {
     if (loadConfig(env).sweepIntervalSeconds === 0) return;
   } catch (error) {
     if (error instanceof ConfigError) return; // reported by the request or batch that called us
     throw error;
   }
-  heartbeatArmed = true;
+  heartbeatCheckedAtMs = nowMs;
   try {
     await sweeperFor(env).ensureScheduled();
   } catch (error) {
-    heartbeatArmed = false;
+    heartbeatCheckedAtMs = null;
     console.error("could not arm the sweep heartbeat:", describeError(error));
   }
 }

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { loadConfig } from "../../src/config";
 import worker from "../../src/index";
-import { CONFIG_RETRY_MS, CRON_ALIVE_MS, ensureSweepHeartbeat, planBeat, sweep, sweeperFor, WATCH_INTERVAL_MS } from "../../src/processing/sweeper";
+import { CONFIG_RETRY_MS, CRON_ALIVE_MS, ensureSweepHeartbeat, HEARTBEAT_CHECK_MS, planBeat, sweep, sweeperFor, WATCH_INTERVAL_MS } from "../../src/processing/sweeper";
 import { deliveryRow } from "../helpers/db";
 import { recordingQueue, storeDelivery } from "../helpers/processing";
 
@@ -130,6 +130,22 @@ describe("the heartbeat", () => {
     await ensureSweepHeartbeat(secretsOnly as Env);
     // The object arms itself from its own env (the test config's, or the default).
     expect(await alarmOf(sweeper)).toBe(NOW + intervalMs());
+  });
+
+  it("is armed again by a later check when its alarm died, though not on every request", async () => {
+    const sweeper = sweeperFor(env);
+    const later = NOW + 1_000 * HEARTBEAT_CHECK_MS; // past any check made by the tests before
+    vi.setSystemTime(later);
+    await runInDurableObject(sweeper, (_instance, ctx) => ctx.storage.deleteAll());
+    await ensureSweepHeartbeat(env);
+    expect(await alarmOf(sweeper)).toBe(later + intervalMs());
+    // The alarm dies (its platform retries used up).
+    await runInDurableObject(sweeper, (_instance, ctx) => ctx.storage.deleteAlarm());
+    await ensureSweepHeartbeat(env);
+    expect(await alarmOf(sweeper)).toBeNull(); // checked a moment ago: no call per request
+    vi.setSystemTime(later + HEARTBEAT_CHECK_MS);
+    await ensureSweepHeartbeat(env);
+    expect(await alarmOf(sweeper)).toBe(later + HEARTBEAT_CHECK_MS + intervalMs());
   });
 
   it("sweeps when no cron sweep was reported, and re-arms one interval ahead", async () => {

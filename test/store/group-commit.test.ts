@@ -126,7 +126,7 @@ it("when a batch fails, each member writes its own row, so nothing is reported s
   expect(await storedIds("f")).toEqual(["f0", "f1", "f2", "f4"]);
 });
 
-it("when a batch lands but reports an error, its members are still stored (and so enqueued), once", async () => {
+it("when a batch lands but reports an error, its members are still reported stored (which is what the receiver enqueues), once", async () => {
   const { db, calls } = countedDb({ batchLandsThenFails: true });
   const ids = ["l0", "l1", "l2", "l3"];
   const outcomes = await Promise.all(ids.map((id) => recordDeliveryGrouped(db, ctx, delivery(id))));
