@@ -1,8 +1,11 @@
 /**
  * Counts the billable operations of one delivery, for `npm run bench`'s cost table. It drives
  * the real receiver and consumer inside workerd with bindings that count what passes through
- * them: D1 rows read and written (from each result's `meta`), queue messages, and Durable
- * Object requests. It prints one `METER {json}` line; bench/run.mjs reads it.
+ * them: D1 statements, round trips and rows read and written (from each result's `meta`; the
+ * handler's own effect apart), queue messages, Durable Object requests, and the lease objects'
+ * storage writes (each object's storage calls, counted as rows: a `put` per key, a `setAlarm`,
+ * a `deleteAll` per key and alarm it removes). It prints one `METER {json}` line; bench/run.mjs
+ * reads it.
  */
 import { createExecutionContext, createMessageBatch, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -14,28 +17,48 @@ import { consumeDeliveries } from "../src/processing/consumer";
 import { defineHandlers } from "../src/processing/handlers";
 import type { DeliveryRef } from "../src/processing/messages";
 
-const counts = { d1Queries: 0, d1RowsRead: 0, d1RowsWritten: 0, queueMessages: 0, durableObjectRequests: 0, leaseStorageWrites: 0 };
+const counts = {
+  d1Statements: 0,
+  d1RoundTrips: 0,
+  d1RowsRead: 0,
+  d1RowsWritten: 0,
+  /** Of those, the example handler's own effect (not the inbox's cost). */
+  effectStatements: 0,
+  effectRowsWritten: 0,
+  queueMessages: 0,
+  durableObjectRequests: 0,
+  leaseStorageRowsWritten: 0,
+};
 
-function countResult(result: D1Result) {
-  counts.d1Queries++;
+const sqlOf = new WeakMap<object, string>();
+const EFFECT_TABLE = "meter_effects";
+
+function countResult(result: D1Result, sql: string | undefined) {
+  counts.d1Statements++;
   counts.d1RowsRead += result.meta.rows_read ?? 0;
   counts.d1RowsWritten += result.meta.rows_written ?? 0;
+  if (sql?.includes(EFFECT_TABLE)) {
+    counts.effectStatements++;
+    counts.effectRowsWritten += result.meta.rows_written ?? 0;
+  }
 }
 
 /** A D1 binding that counts every statement's rows. */
 function meteredDb(db: D1Database): D1Database {
-  const wrap = (statement: D1PreparedStatement): D1PreparedStatement =>
-    new Proxy(statement, {
+  const wrap = (statement: D1PreparedStatement, sql: string): D1PreparedStatement => {
+    const proxy: D1PreparedStatement = new Proxy(statement, {
       get(target, key) {
-        if (key === "bind") return (...values: unknown[]) => wrap(target.bind(...values));
+        if (key === "bind") return (...values: unknown[]) => wrap(target.bind(...values), sql);
         if (key === "run" || key === "all") return async () => {
           const result = await (target[key] as () => Promise<D1Result>)();
-          countResult(result);
+          counts.d1RoundTrips++;
+          countResult(result, sql);
           return result;
         };
         if (key === "first") return async (column?: string) => {
           const result = await target.all();
-          countResult(result);
+          counts.d1RoundTrips++;
+          countResult(result, sql);
           const row = result.results[0] as Record<string, unknown> | undefined;
           return row === undefined ? null : column ? row[column] : row;
         };
@@ -43,12 +66,16 @@ function meteredDb(db: D1Database): D1Database {
         return typeof value === "function" ? value.bind(target) : value;
       },
     });
+    sqlOf.set(proxy, sql);
+    return proxy;
+  };
   return new Proxy(db, {
     get(target, key) {
-      if (key === "prepare") return (sql: string) => wrap(target.prepare(sql));
+      if (key === "prepare") return (sql: string) => wrap(target.prepare(sql), sql);
       if (key === "batch") return async (statements: D1PreparedStatement[]) => {
         const results = await target.batch(statements);
-        results.forEach(countResult);
+        counts.d1RoundTrips++;
+        results.forEach((result, index) => countResult(result, sqlOf.get(statements[index]!)));
         return results;
       };
       const value = Reflect.get(target, key, target);
@@ -71,6 +98,37 @@ const meteredQueue = {
   },
 } as unknown as Queue;
 
+/**
+ * Counts the storage writes of a delivery's lease object from now on, as rows (what SQLite-backed
+ * Durable Object storage bills): each key a `put` writes, each `setAlarm`, and for `delete` and
+ * `deleteAll` each key (and the alarm) they remove.
+ */
+async function countLeaseStorage(ref: DeliveryRef): Promise<void> {
+  const stub = env.DELIVERY_LEASE.get(env.DELIVERY_LEASE.idFromName(JSON.stringify([ref.source, ref.id])));
+  await runInDurableObject(stub, (_instance, ctx) => {
+    const storage = ctx.storage as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const real = Object.fromEntries(["put", "setAlarm", "delete", "deleteAll", "list", "getAlarm"].map((name) => [name, storage[name]!.bind(storage)]));
+    storage.put = (key, ...rest) => {
+      counts.leaseStorageRowsWritten += typeof key === "string" ? 1 : Object.keys(key as object).length;
+      return real.put!(key, ...rest);
+    };
+    storage.setAlarm = (...args) => {
+      counts.leaseStorageRowsWritten++;
+      return real.setAlarm!(...args);
+    };
+    storage.delete = (keys, ...rest) => {
+      counts.leaseStorageRowsWritten += Array.isArray(keys) ? keys.length : 1;
+      return real.delete!(keys, ...rest);
+    };
+    storage.deleteAll = async (...args) => {
+      const keys = ((await real.list!()) as Map<string, unknown>).size;
+      const alarm = (await real.getAlarm!()) === null ? 0 : 1;
+      counts.leaseStorageRowsWritten += keys + alarm;
+      return real.deleteAll!(...args);
+    };
+  });
+}
+
 const meteredLeases = new Proxy(env.DELIVERY_LEASE, {
   get(target, key) {
     if (key === "get") {
@@ -78,7 +136,7 @@ const meteredLeases = new Proxy(env.DELIVERY_LEASE, {
         const stub = target.get(id);
         return new Proxy(stub, {
           get(stubTarget, method) {
-            if (typeof method !== "string" || !["claim", "release", "settle", "reset"].includes(method)) return Reflect.get(stubTarget, method);
+            if (typeof method !== "string" || !["claim", "renew", "release", "settle", "reset"].includes(method)) return Reflect.get(stubTarget, method);
             return (...args: unknown[]) => {
               counts.durableObjectRequests++;
               // An RPC stub's methods are called on the stub itself (`.apply` would be an RPC call).
@@ -120,13 +178,15 @@ it("meters one delivery's billable operations", { timeout: 120_000 }, async () =
     },
   });
   const ingest = { ...counts };
+  for (const ref of new Map(sent.map((ref) => [ref.id, ref])).values()) await countLeaseStorage(ref);
   const batchSize = 50; // wrangler.toml max_batch_size
   for (let start = 0; start < sent.length; start += batchSize) {
     const messages = sent.slice(start, start + batchSize).map((body, index) => ({ id: `m${start + index}`, timestamp: new Date(), attempts: 1, body }));
     const outcomes = await consumeDeliveries(createMessageBatch("webhook-deliveries", messages), metered, handlers);
     expect(outcomes.every((outcome) => outcome.action === "ack")).toBe(true);
   }
-  // Every settled lease leaves nothing behind (so its storage writes are exactly claim's put + alarm, and the delete).
+  expect(counts.leaseStorageRowsWritten).toBeGreaterThan(0);
+  // Every settled lease leaves nothing behind.
   const leftovers = await runInDurableObject(env.DELIVERY_LEASE.get(env.DELIVERY_LEASE.idFromName(JSON.stringify(["standard", "msg_meter_0"]))), async (_o, ctx) => (await ctx.storage.list()).size);
   expect(leftovers).toBe(0);
   const consumerBatches = Math.ceil(sent.length / batchSize);
@@ -137,7 +197,6 @@ it("meters one delivery's billable operations", { timeout: 120_000 }, async () =
       consumerBatches,
       ingest,
       total: counts,
-      leaseStorageWritesPerDelivery: 3, // claim: put + setAlarm; settle: deleteAll (lease.ts)
     })}`,
   );
 });

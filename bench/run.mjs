@@ -1,32 +1,33 @@
 #!/usr/bin/env node
 /**
- * `npm run bench`: throughput of the inbox against a no-op worker in the same local runtime,
- * measured in one run, side by side, with load from autocannon. Not a test: it asserts nothing
- * about time; it prints ratios and writes bench/results.json.
+ * `npm run bench`: the inbox against a no-op worker in the same local runtime, measured in one
+ * run, side by side, with load from wrk (a C load generator: it leaves the runtime the cores a
+ * Node one would take). Not a test: it asserts nothing about time; it prints ratios and writes
+ * bench/results.json.
  *
+ * Two configurations, both measured and printed:
+ * - "npm run dev": what `npm run dev` runs: state on disk, wrangler's defaults (its local trace
+ *   collector on);
+ * - "tuned": state in /dev/shm and the trace collector off (X_LOCAL_OBSERVABILITY=false): it
+ *   receives the tail events of every invocation and stores them, on the runtime's one thread;
+ *   production has no such thing.
+ *
+ * Rows of each:
  * - baseline: bench/noop (reads the body, answers 200), 16 connections
  * - ingest: Stripe-signed deliveries, unique ids with 10% repeats, 16 connections, while the
- *   queue consumer processes them as it would in production
- * - ingest alone: the same load on the same worker without the consumer (not part of the bar):
- *   in production the consumer runs in other isolates, here it shares the runtime's one thread,
- *   so the two rows together show what that sharing costs
+ *   queue consumer processes them as it would in production; with the backlog it leaves (the
+ *   oldest waiting delivery during the load, and how long it takes to drain after)
+ * - ingest alone: the same load on the same worker without the consumer: in production the
+ *   consumer runs in other isolates, here it shares the runtime's one thread
  * - end to end: N deliveries from the first send until all are `done`
+ * - on disk: the fsyncs of the runtime per delivery (strace, over a pass of its own)
  */
-import autocannon from "autocannon";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { requireWrk, runWrk } from "./wrk.mjs";
 
-// The runtimes' state is thrown away after the run. Keep it in RAM (/dev/shm) unless told
-// otherwise: on this kind of VM every new Durable Object's SQLite file costs several fsyncs,
-// which then dominate the figures (set BENCH_STATE_DIR=/tmp to measure with them).
-process.env.TMPDIR = process.env.BENCH_STATE_DIR ?? (existsSync("/dev/shm") ? "/dev/shm" : process.env.TMPDIR);
-// wrangler dev's local trace collector (X_LOCAL_OBSERVABILITY, on by default) receives the tail
-// events of every invocation and stores them: each Durable Object call, queue batch and D1 query
-// pays for it on the runtime's one thread, and production has no such thing. Off for the baseline and the
-// inbox alike; X_LOCAL_OBSERVABILITY=true measures with it (≈ 7.5 instead of 5 ms of runtime CPU
-// per delivery here).
-process.env.X_LOCAL_OBSERVABILITY ??= "false";
 const { LocalInbox, ROOT, configWithoutConsumer, waitFor } = await import("../test/e2e/harness.mjs");
 const { paymentEvent, stripeDeliveryByHmac } = await import("../test/e2e/signers.mjs");
 
@@ -34,55 +35,46 @@ const CONNECTIONS = 16;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const END_TO_END_DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 2_000);
+const FSYNC_DELIVERIES = Number(process.env.BENCH_FSYNC_DELIVERIES ?? 300);
 const STRIPE_SECRET = "whsec_bench_secret";
+const DISK_DIR = process.env.BENCH_STATE_DIR ?? tmpdir();
 
-/** A Stripe `payment_intent.succeeded` delivery (body and headers), signed by Stripe's scheme. */
-function signedPayment(id) {
-  const { body, headers } = stripeDeliveryByHmac(paymentEvent(id, 1999, "cus_bench"), STRIPE_SECRET);
-  return { body, headers };
+const CONFIGURATIONS = [
+  { name: "npm run dev", stateDir: DISK_DIR, observability: undefined, countFsyncs: true },
+  { name: "tuned", stateDir: existsSync("/dev/shm") ? "/dev/shm" : DISK_DIR, observability: "false", countFsyncs: false },
+];
+
+/** Signed Stripe `payment_intent.succeeded` deliveries, ready for wrk. */
+function signedPayments(ids) {
+  return ids.map((id) => ({ path: "/webhooks/stripe", ...stripeDeliveryByHmac(paymentEvent(id, 1999, "cus_bench"), STRIPE_SECRET) }));
 }
 
-/** Fresh ids, with every 10th request repeating a recent one (a provider's retry). */
-function deliveryStream(prefix) {
-  let sent = 0;
-  return () => {
-    sent++;
-    const id = sent % 10 === 0 ? `${prefix}_${Math.max(1, sent - 5)}` : `${prefix}_${sent}`;
-    return signedPayment(id);
-  };
+/** `count` fresh ids, with every 10th repeating a recent one (a provider's retry). */
+function deliveryIds(prefix, count) {
+  return Array.from({ length: count }, (_, index) => (index % 10 === 9 ? `${prefix}_${index - 5}` : `${prefix}_${index}`));
 }
 
-function load(options) {
-  return new Promise((resolve, reject) => {
-    const instance = autocannon(options, (error, result) => (error ? reject(error) : resolve(result)));
-    autocannon.track?.(instance, { renderProgressBar: false, renderResultsTable: false, renderLatencyTable: false });
-  });
-}
+/** Enough requests for a load of `seconds` at a rate no run here reaches. */
+const requestsFor = (seconds) => Math.max(2_000, seconds * 1_500);
 
-/**
- * CPU time (ms) used so far by the workerd process that runs the worker under test, or null where
- * /proc is not there. wrangler dev runs two workerd processes: a proxy that owns the public port,
- * and the runtime with the worker, its Durable Objects, local D1 and queue broker. All of those
- * share the runtime's one thread, so its CPU per delivery is what the inbox costs, whatever the
- * load generator and the proxy can push through.
- */
-function runtimeCpuMs(inbox) {
+/** The workerd process that runs the worker (not wrangler's proxy), or null where /proc is not there. */
+function runtimePid(inbox) {
   if (!existsSync("/proc/self/stat")) return null;
   const parentOf = new Map();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      parentOf.set(Number(entry), { ppid: Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]), stat });
+      parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
     } catch {
       // gone meanwhile
     }
   }
   const isDescendant = (pid) => {
-    for (let at = pid; at > 1; at = parentOf.get(at)?.ppid ?? 0) if (at === inbox.child?.pid) return true;
+    for (let at = pid; at > 1; at = parentOf.get(at) ?? 0) if (at === inbox.child?.pid) return true;
     return false;
   };
-  for (const [pid, { stat }] of parentOf) {
+  for (const pid of parentOf.keys()) {
     if (!isDescendant(pid)) continue;
     let command;
     try {
@@ -90,21 +82,25 @@ function runtimeCpuMs(inbox) {
     } catch {
       continue;
     }
-    if (!command.includes("workerd") || command.includes(`entry=127.0.0.1:${inbox.port}`)) continue;
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+    // wrangler dev runs two workerd processes: a proxy that owns the public port, and the runtime.
+    if (command.includes("workerd") && !command.includes(`entry=127.0.0.1:${inbox.port}`)) return pid;
   }
   return null;
 }
 
 const CLOCK_TICKS = existsSync("/proc/self/stat") ? Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100 : 100;
 
-/** Runs `work` and returns its result with the runtime's CPU ms per unit of work (`units(result)`). */
-async function withRuntimeCpu(inbox, work, units) {
-  const before = runtimeCpuMs(inbox);
-  const result = await work();
-  const after = runtimeCpuMs(inbox);
-  return { result, cpuMsPerUnit: cpuPerUnit(before, after, units(result)) };
+/**
+ * CPU time (ms) used so far by the runtime: the worker, its Durable Objects, local D1 and the queue
+ * broker share its one thread, so its CPU per delivery is what the inbox costs, whatever the load
+ * generator and wrangler's proxy can push through.
+ */
+function runtimeCpuMs(inbox) {
+  const pid = runtimePid(inbox);
+  if (pid === null) return null;
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
 }
 
 /** Runtime CPU ms per unit of work between two readings, or null where there are none. */
@@ -112,44 +108,48 @@ function cpuPerUnit(before, after, units) {
   return before === null || after === null ? null : round((after - before) / units);
 }
 
-function summarize(result) {
-  return {
-    requestsPerSecond: Math.round(result.requests.average),
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    non2xx: result.non2xx,
-    errors: result.errors,
-  };
-}
-
-/** Signed Stripe deliveries from `next()` to the inbox, for `duration` seconds or `amount` requests. */
-function loadDeliveries(inbox, next, limits) {
-  return load({
-    url: `${inbox.url}/webhooks/stripe`,
-    method: "POST",
-    connections: CONNECTIONS,
-    ...limits,
-    requests: [{ setupRequest: (request) => ({ ...request, ...next() }) }],
-  });
-}
-
-/** One timed load on a started runtime: autocannon's summary and the runtime's CPU per request. */
+/** One timed load: wrk's summary and the runtime's CPU per request. */
 async function measure(runtime, run) {
-  const { result, cpuMsPerUnit } = await withRuntimeCpu(runtime, run, (done) => done.requests.total);
-  return { ...summarize(result), runtimeCpuMsPerRequest: cpuMsPerUnit };
+  const before = runtimeCpuMs(runtime);
+  const result = await run();
+  return { ...result, runtimeCpuMsPerRequest: cpuPerUnit(before, runtimeCpuMs(runtime), result.requests) };
 }
 
-/** Waits until nothing is left for the consumer: a baseline measured while it drains would be slowed. */
+const oldestWaiting = async (inbox) => (await inbox.admin("/admin/stats")).json?.oldestWaitingSeconds ?? null;
+
+/** Waits until nothing is left for the consumer; returns how long that took (s). */
 async function drained(inbox) {
-  const empty = async () => (await inbox.admin("/admin/stats")).json?.oldestWaitingSeconds === null;
-  if (!(await waitFor(empty, { timeoutMs: 300_000, intervalMs: 500 }))) throw new Error("the inbox still had deliveries waiting after 5 minutes");
+  const started = Date.now();
+  if (!(await waitFor(async () => (await oldestWaiting(inbox)) === null, { timeoutMs: 600_000, intervalMs: 500 }))) {
+    throw new Error("the inbox still had deliveries waiting after 10 minutes");
+  }
+  return round((Date.now() - started) / 1000);
+}
+
+/** Polls the oldest waiting delivery every second while `work` runs; returns the work's result and the largest age seen. */
+async function watchingBacklog(inbox, work) {
+  let largest = 0;
+  let running = true;
+  const watcher = (async () => {
+    while (running) {
+      largest = Math.max(largest, (await oldestWaiting(inbox)) ?? 0);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  })();
+  try {
+    return { result: await work(), oldestWaitingMaxSeconds: largest };
+  } finally {
+    running = false;
+    await watcher;
+    largest = Math.max(largest, (await oldestWaiting(inbox)) ?? 0);
+  }
 }
 
 /**
  * Baseline and ingest, ROUNDS times in turn, both runtimes up all along: each ratio compares two
- * measurements taken a few seconds apart, so a slow patch of this shared VM shows as one odd round
- * instead of tilting the whole result. Each load is preceded by 2 s of the same load, so the
- * ingest measurement starts with the consumer already at work, as under sustained traffic.
+ * measurements taken a few seconds apart, so a slow patch of this shared VM shows as one odd round.
+ * Each load is preceded by 2 s of the same load, so the ingest measurement starts with the
+ * consumer already at work, as under sustained traffic.
  */
 async function sideBySide() {
   const noop = new LocalInbox({ config: join(ROOT, "bench", "noop", "wrangler.toml") });
@@ -157,18 +157,25 @@ async function sideBySide() {
   try {
     await noop.start();
     await inbox.start();
-    const { body, headers } = signedPayment("evt_noop");
-    const noopLoad = (duration) => load({ url: `${noop.url}/webhooks/stripe`, method: "POST", body, headers, connections: CONNECTIONS, duration });
+    const noopRequests = signedPayments(["evt_noop"]);
+    const noopLoad = (seconds) => runWrk({ url: noop.url, requests: noopRequests, seconds, connections: CONNECTIONS });
     const rounds = [];
     for (let index = 1; index <= ROUNDS; index++) {
       await drained(inbox);
       await noopLoad(2);
       const baseline = await measure(noop, () => noopLoad(SECONDS));
-      await loadDeliveries(inbox, deliveryStream(`evt_warm${index}`), { duration: 2 });
+      const warm = signedPayments(deliveryIds(`evt_warm${index}`, requestsFor(2)));
+      await runWrk({ url: inbox.url, requests: warm, seconds: 2, connections: CONNECTIONS });
+      const load = signedPayments(deliveryIds(`evt_ingest${index}`, requestsFor(SECONDS)));
       // Includes the consumer's work done meanwhile: locally it shares the runtime's thread.
-      const ingest = await measure(inbox, () => loadDeliveries(inbox, deliveryStream(`evt_ingest${index}`), { duration: SECONDS }));
-      rounds.push({ baseline, ingest, ratio: round(ingest.requestsPerSecond / baseline.requestsPerSecond) });
-      console.log(`round ${index}/${ROUNDS}: baseline ${baseline.requestsPerSecond} req/s, ingest ${ingest.requestsPerSecond} req/s, ratio ${rounds.at(-1).ratio}`);
+      const { result: ingest, oldestWaitingMaxSeconds } = await watchingBacklog(inbox, () =>
+        measure(inbox, () => runWrk({ url: inbox.url, requests: load, seconds: SECONDS, connections: CONNECTIONS })),
+      );
+      const drainSeconds = await drained(inbox);
+      rounds.push({ baseline, ingest, oldestWaitingMaxSeconds, drainSeconds, ratio: round(ingest.requestsPerSecond / baseline.requestsPerSecond) });
+      console.log(
+        `  round ${index}/${ROUNDS}: baseline ${baseline.requestsPerSecond} req/s, ingest ${ingest.requestsPerSecond} req/s, ratio ${rounds.at(-1).ratio}; backlog: oldest ${oldestWaitingMaxSeconds} s, drained ${drainSeconds} s after`,
+      );
     }
     return rounds;
   } finally {
@@ -177,52 +184,89 @@ async function sideBySide() {
   }
 }
 
-/** The receiver without a consumer (see configWithoutConsumer): not part of the bar, it shows what sharing the thread costs. */
+/** The receiver without a consumer (see configWithoutConsumer). */
 async function ingestAlone() {
   const config = configWithoutConsumer();
   const inbox = new LocalInbox({ config: config.path, migrate: true, vars: { STRIPE_WEBHOOK_SECRET: STRIPE_SECRET } });
   try {
     await inbox.start();
-    await loadDeliveries(inbox, deliveryStream("evt_alone_warm"), { duration: 2 });
-    return await measure(inbox, () => loadDeliveries(inbox, deliveryStream("evt_alone"), { duration: SECONDS }));
+    await runWrk({ url: inbox.url, requests: signedPayments(deliveryIds("evt_alone_warm", requestsFor(2))), seconds: 2, connections: CONNECTIONS });
+    const load = signedPayments(deliveryIds("evt_alone", requestsFor(SECONDS)));
+    return await measure(inbox, () => runWrk({ url: inbox.url, requests: load, seconds: SECONDS, connections: CONNECTIONS }));
   } finally {
     await inbox.stop();
     config.remove();
   }
 }
 
-async function endToEnd() {
+/** `count` unique deliveries sent at 16 connections; timed from the first send until all are done. */
+async function endToEnd(count, { traceFsyncs = false } = {}) {
   const inbox = new LocalInbox({ vars: { STRIPE_WEBHOOK_SECRET: STRIPE_SECRET } });
+  let strace = null;
   try {
     await inbox.start();
-    const ids = Array.from({ length: END_TO_END_DELIVERIES }, (_, index) => `evt_e2e_${index}`);
-    let index = 0;
+    const requests = signedPayments(Array.from({ length: count }, (_, index) => `evt_e2e_${index}`));
+    if (traceFsyncs) strace = await traceFsyncsOf(runtimePid(inbox));
+    let done = 0;
+    const allDone = async () => (done = (await inbox.admin("/admin/stats")).json?.counts?.done ?? 0) >= count;
     const cpuBefore = runtimeCpuMs(inbox);
     const started = Date.now();
-    const sent = await loadDeliveries(inbox, () => signedPayment(ids[index++ % ids.length]), { amount: ids.length });
-    const answeredMs = Date.now() - started;
-    let done = 0;
-    const allDone = async () => (done = (await inbox.admin("/admin/stats")).json?.counts?.done ?? 0) >= ids.length;
     // Each poll is a full count over D1: poll gently, it competes with the work measured.
-    await waitFor(allDone, { timeoutMs: 600_000, intervalMs: 250 });
+    const sent = await runWrk({ url: inbox.url, requests, connections: CONNECTIONS, total: count, until: allDone });
     const allDoneMs = Date.now() - started;
     const cpuAfter = runtimeCpuMs(inbox);
+    const fsyncs = strace ? await strace.stop() : null;
     return {
-      deliveries: ids.length,
+      deliveries: count,
       done,
       non2xx: sent.non2xx,
-      answeredSeconds: answeredMs / 1000,
+      errors: sent.errors,
+      p50Ms: sent.p50Ms,
+      p99Ms: sent.p99Ms,
       allDoneSeconds: allDoneMs / 1000,
       deliveriesPerSecond: Math.round((done / allDoneMs) * 1000),
-      runtimeCpuMsPerDelivery: cpuPerUnit(cpuBefore, cpuAfter, ids.length),
+      runtimeCpuMsPerDelivery: cpuPerUnit(cpuBefore, cpuAfter, count),
+      fsyncsPerDelivery: fsyncs === null ? null : round(fsyncs / count),
     };
   } finally {
+    await strace?.stop();
     await inbox.stop();
   }
 }
 
+/**
+ * Counts the fsync and fdatasync calls of a process and its threads with strace (Debian's
+ * `strace`); `stop()` detaches and resolves the count. Null when strace is missing.
+ */
+async function traceFsyncsOf(pid) {
+  if (pid === null) return null;
+  try {
+    execFileSync("strace", ["-V"], { stdio: "ignore" });
+  } catch {
+    console.warn("  (no strace: fsyncs not counted; `apt-get install -y strace` adds them)");
+    return null;
+  }
+  const child = spawn("strace", ["-c", "-f", "-e", "trace=fsync,fdatasync", "-p", String(pid)], { stdio: ["ignore", "ignore", "pipe"] });
+  let output = "";
+  child.stderr.on("data", (chunk) => (output += chunk));
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  await new Promise((resolve) => setTimeout(resolve, 1_000)); // attached to every thread
+  let result = null;
+  return {
+    async stop() {
+      if (result !== null) return result;
+      child.kill("SIGINT");
+      await exited;
+      // The summary's last line: "100.00  <seconds>  <usecs/call>  <calls>  [errors]  total".
+      const total = output.split("\n").find((line) => /\btotal\s*$/.test(line));
+      result = total ? Number(total.trim().split(/\s+/)[3]) : 0;
+      return result;
+    },
+  };
+}
+
 const round = (value) => Math.round(value * 100) / 100;
-const shown = (value) => (value === null ? "n/a" : value);
+const shown = (value) => (value === null || value === undefined ? "n/a" : value);
 
 /** Counts one delivery's billable operations with bench/meter.spec.ts (run in workerd by vitest). */
 function meterOperations() {
@@ -250,7 +294,7 @@ function costPerMillion(meter) {
     d1RowsRead: perDelivery(meter.total.d1RowsRead),
     d1RowsWritten: perDelivery(meter.total.d1RowsWritten),
     durableObjectRequests: perDelivery(meter.total.durableObjectRequests),
-    durableObjectRowsWritten: meter.leaseStorageWritesPerDelivery,
+    durableObjectRowsWritten: perDelivery(meter.total.leaseStorageRowsWritten),
     queueOperations: perDelivery(meter.total.queueMessages) * 3,
   };
   const price = { workerRequests: 0.3, d1RowsRead: 0.001, d1RowsWritten: 1, durableObjectRequests: 0.15, durableObjectRowsWritten: 1, queueOperations: 0.4 };
@@ -258,42 +302,73 @@ function costPerMillion(meter) {
   return { perDelivery: Object.fromEntries(Object.entries(usage).map(([key, value]) => [key, round(value)])), dollarsPerMillionDeliveries: dollars, total: round(Object.values(dollars).reduce((a, b) => a + b, 0)) };
 }
 
+/** Measures one configuration: its environment is set for the runtimes started meanwhile. */
+async function measureConfiguration(configuration) {
+  process.env.TMPDIR = configuration.stateDir;
+  if (configuration.observability === undefined) delete process.env.X_LOCAL_OBSERVABILITY;
+  else process.env.X_LOCAL_OBSERVABILITY = configuration.observability;
+  console.log(`\n${configuration.name}: state in ${configuration.stateDir}, X_LOCAL_OBSERVABILITY=${configuration.observability ?? "(wrangler's default)"}`);
+  const rounds = await sideBySide();
+  // The round with the median ratio stands for the run; all rounds are printed and kept.
+  const median = [...rounds].sort((a, b) => a.ratio - b.ratio)[Math.floor(rounds.length / 2)];
+  const alone = await ingestAlone();
+  const e2e = await endToEnd(END_TO_END_DELIVERIES);
+  const fsyncs = configuration.countFsyncs ? await endToEnd(FSYNC_DELIVERIES, { traceFsyncs: true }) : null;
+  const base = median.baseline;
+  return {
+    ...configuration,
+    rounds,
+    baseline: base,
+    ingest: median.ingest,
+    backlog: { oldestWaitingMaxSeconds: Math.max(...rounds.map((each) => each.oldestWaitingMaxSeconds)), drainSeconds: Math.max(...rounds.map((each) => each.drainSeconds)) },
+    ingestAlone: alone,
+    endToEnd: e2e,
+    fsyncsPerDelivery: fsyncs?.fsyncsPerDelivery ?? null,
+    ratios: {
+      ingestVsBaseline: round(median.ingest.requestsPerSecond / base.requestsPerSecond),
+      ingestAloneVsBaseline: round(alone.requestsPerSecond / base.requestsPerSecond),
+      endToEndVsBaseline: round(e2e.deliveriesPerSecond / base.requestsPerSecond),
+      ingestP99VsBaselineP99: round(median.ingest.p99Ms / Math.max(0.1, base.p99Ms)),
+    },
+  };
+}
+
+function printConfiguration(result) {
+  const { baseline: base, ingest: ours, ingestAlone: alone, endToEnd: e2e, ratios } = result;
+  console.log(`\n${result.name} (state in ${result.stateDir}, X_LOCAL_OBSERVABILITY=${result.observability ?? "wrangler's default"}); baseline and ingest: the median of ${result.rounds.length} rounds by ratio (${result.rounds.map((each) => each.ratio).join(", ")})`);
+  const row = (measured, ratio) => ({ "req/s": measured.requestsPerSecond ?? measured.deliveriesPerSecond, "÷ no-op": ratio, "p50 ms": measured.p50Ms, "p99 ms": measured.p99Ms, failed: measured.non2xx + (measured.errors ?? 0), "runtime CPU ms each": shown(measured.runtimeCpuMsPerRequest ?? measured.runtimeCpuMsPerDelivery) });
+  console.table({
+    "baseline (no-op worker)": row(base, 1),
+    "ingest, consumer running": row(ours, ratios.ingestVsBaseline),
+    "ingest alone (no consumer)": row(alone, ratios.ingestAloneVsBaseline),
+    [`end to end (${e2e.deliveries} until done)`]: row(e2e, ratios.endToEndVsBaseline),
+  });
+  console.log(
+    `ingest p99 ÷ no-op p99 = ${ratios.ingestP99VsBaselineP99}; backlog under ${SECONDS} s of full-rate ingest: oldest waiting at most ${result.backlog.oldestWaitingMaxSeconds} s, drained ${result.backlog.drainSeconds} s after the load${result.fsyncsPerDelivery === null ? "" : `; fsyncs per delivery: ${result.fsyncsPerDelivery}`}`,
+  );
+}
+
+requireWrk();
 const meter = meterOperations();
 const cost = costPerMillion(meter);
-const rounds = await sideBySide();
-// The round with the median ratio stands for the run; all rounds are printed and kept.
-const { baseline: base, ingest: ours } = [...rounds].sort((a, b) => a.ratio - b.ratio)[Math.floor(rounds.length / 2)];
-const alone = await ingestAlone();
-const e2e = await endToEnd();
-const ratios = {
-  ingestVsBaseline: round(ours.requestsPerSecond / base.requestsPerSecond),
-  ingestAloneVsBaseline: round(alone.requestsPerSecond / base.requestsPerSecond),
-  endToEndVsBaseline: round(e2e.deliveriesPerSecond / base.requestsPerSecond),
-  p99VsBaselineP99: round(ours.p99Ms / Math.max(1, base.p99Ms)),
-};
-const results = { measuredAt: new Date().toISOString(), stateDir: process.env.TMPDIR, localObservability: process.env.X_LOCAL_OBSERVABILITY, connections: CONNECTIONS, seconds: SECONDS, rounds, baseline: base, ingest: ours, ingestAlone: alone, endToEnd: e2e, ratios, operations: meter, cost };
+const configurations = [];
+for (const configuration of CONFIGURATIONS) configurations.push(await measureConfiguration(configuration));
+const results = { measuredAt: new Date().toISOString(), loadGenerator: "wrk", connections: CONNECTIONS, seconds: SECONDS, configurations, operations: meter, cost };
 writeFileSync(join(ROOT, "bench", "results.json"), `${JSON.stringify(results, null, 2)}\n`);
 
+console.log(`\nwebhook-inbox benchmark (local runtime, one run, wrk -t2 -c${CONNECTIONS}, ${SECONDS} s loads)`);
+for (const result of configurations) printConfiguration(result);
 console.log(
-  `\nwebhook-inbox benchmark (local runtime, one run, ${CONNECTIONS} connections, ${SECONDS} s loads, state in ${process.env.TMPDIR}, X_LOCAL_OBSERVABILITY=${process.env.X_LOCAL_OBSERVABILITY})`,
+  "\nruntime CPU ms each: CPU time of the workerd process that runs the worker (with its Durable Objects, local D1 and queue broker, on one thread) per request, or per delivery end to end; ingest includes the consumer's work meanwhile.",
 );
-console.log(`baseline and ingest: the median of ${rounds.length} rounds by ratio; the rounds' ratios: ${rounds.map((each) => each.ratio).join(", ")}\n`);
+console.log(`\nper delivery (measured over ${meter.deliveries} deliveries, 10% sent twice, with an example effect of one keyed row):`);
 console.table({
-  "baseline (no-op worker)": { "req/s": base.requestsPerSecond, "p50 ms": base.p50Ms, "p99 ms": base.p99Ms, non2xx: base.non2xx, "runtime CPU ms each": shown(base.runtimeCpuMsPerRequest) },
-  "ingest (verify + D1 + queue)": { "req/s": ours.requestsPerSecond, "p50 ms": ours.p50Ms, "p99 ms": ours.p99Ms, non2xx: ours.non2xx, "runtime CPU ms each": shown(ours.runtimeCpuMsPerRequest) },
-  "ingest alone (no consumer)": { "req/s": alone.requestsPerSecond, "p50 ms": alone.p50Ms, "p99 ms": alone.p99Ms, non2xx: alone.non2xx, "runtime CPU ms each": shown(alone.runtimeCpuMsPerRequest) },
-  "end to end (until done)": { "req/s": e2e.deliveriesPerSecond, "p50 ms": "", "p99 ms": "", non2xx: e2e.non2xx, "runtime CPU ms each": shown(e2e.runtimeCpuMsPerDelivery) },
+  "D1 statements": { all: round(meter.total.d1Statements / meter.deliveries), "hot path (without the handler's effect)": round((meter.total.d1Statements - meter.total.effectStatements) / meter.deliveries) },
+  "D1 round trips": { all: round(meter.total.d1RoundTrips / meter.deliveries), "hot path (without the handler's effect)": round(meter.total.d1RoundTrips / meter.deliveries) },
+  "D1 rows written": { all: round(meter.total.d1RowsWritten / meter.deliveries), "hot path (without the handler's effect)": round((meter.total.d1RowsWritten - meter.total.effectRowsWritten) / meter.deliveries) },
+  "lease storage rows written (counted)": { all: round(meter.total.leaseStorageRowsWritten / meter.deliveries), "hot path (without the handler's effect)": round(meter.total.leaseStorageRowsWritten / meter.deliveries) },
 });
-console.log(
-  `ingest ÷ baseline = ${ratios.ingestVsBaseline}   end to end ÷ baseline = ${ratios.endToEndVsBaseline}   p99 ÷ baseline p99 = ${ratios.p99VsBaselineP99}`,
-);
-console.log(
-  `ingest alone ÷ baseline = ${ratios.ingestAloneVsBaseline} (not part of the bar: the consumer runs in other isolates in production, here it shares the runtime's thread)`,
-);
-console.log(
-  "runtime CPU ms each: CPU time of the workerd process that runs the worker (with its Durable Objects, local D1 and queue broker, on one thread) per request, or per delivery end to end; ingest includes the consumer's work meanwhile.",
-);
-console.log(`\nbillable operations per delivery (measured over ${meter.deliveries} deliveries, 10% sent twice) and cost per million deliveries at list prices:`);
+console.log("billable operations per delivery and cost per million deliveries at list prices:");
 console.table(
   Object.fromEntries(
     Object.keys(cost.perDelivery).map((key) => [key, { "per delivery": cost.perDelivery[key], "$ per million deliveries": cost.dollarsPerMillionDeliveries[key] }]),
@@ -303,7 +378,9 @@ console.log(`total ≈ $${cost.total} per million deliveries (free allowances, C
 console.log("written: bench/results.json");
 
 // A failed request is not throughput: a run with any is reported as failed, whatever its ratios.
-const failures = [...rounds.flatMap((each) => [each.baseline, each.ingest]), alone, e2e].reduce((sum, each) => sum + each.non2xx + (each.errors ?? 0), 0);
+const failures = configurations
+  .flatMap((result) => [...result.rounds.flatMap((each) => [each.baseline, each.ingest]), result.ingestAlone, result.endToEnd])
+  .reduce((sum, each) => sum + each.non2xx + (each.errors ?? 0), 0);
 if (failures > 0) {
   console.error(`\n${failures} requests failed (non-2xx or connection errors) during the measured loads: see bench/results.json`);
   process.exitCode = 1;
