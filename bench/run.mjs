@@ -352,7 +352,9 @@ requireWrk();
 const meter = meterOperations();
 const cost = costPerMillion(meter);
 const configurations = [];
-for (const configuration of CONFIGURATIONS) configurations.push(await measureConfiguration(configuration));
+// BENCH_CONFIGS="tuned" (names, comma-separated) measures only those.
+const chosen = process.env.BENCH_CONFIGS?.split(",").map((name) => name.trim());
+for (const configuration of CONFIGURATIONS.filter((each) => !chosen || chosen.includes(each.name))) configurations.push(await measureConfiguration(configuration));
 const results = { measuredAt: new Date().toISOString(), loadGenerator: "wrk", connections: CONNECTIONS, seconds: SECONDS, configurations, operations: meter, cost };
 writeFileSync(join(ROOT, "bench", "results.json"), `${JSON.stringify(results, null, 2)}\n`);
 
