@@ -22,11 +22,11 @@
  */
 import { loadConfig, type InboxConfig } from "../config";
 import { createBatcher, type StatementBatcher } from "../store/batcher";
-import { claimedDelivery, committedWith, isLeaseLost, markDone, markProcessing } from "../store/lifecycle";
+import { claimedDelivery, committedWith, isLeaseLost, markDeferred, markDone, markProcessing } from "../store/lifecycle";
 import { handleFailure, isStatementError, runHandler, sendDeadLetter, type Outcome } from "./attempt";
 import { describeError } from "./errors";
 import type { HandlerRegistry } from "./handlers";
-import { holdLease, withDeadline } from "./keep-lease";
+import { BatchTimeUpError, holdLease, withDeadline } from "./keep-lease";
 import type { DeliveryLease } from "./lease";
 import { isDeliveryRef, leaseName, type DeliveryRef } from "./messages";
 
@@ -39,8 +39,9 @@ export type { Outcome } from "./attempt";
 export const BATCH_CONCURRENCY = 8;
 /**
  * A queue consumer invocation runs for 15 minutes at most. A batch starts no delivery once less
- * than a handler's time is left of 14 of them, and cuts handlers short at that mark: the rest are
- * retried unclaimed (no attempt used), and there is a minute left to record the results.
+ * than a minute (or HANDLER_TIMEOUT_SECONDS, if shorter) is left of 14 of them, and cuts handlers
+ * short at that mark: those and the ones not started are retried, using up no attempt, and there
+ * is a minute left to record the results. Each deferral is one of the message's queue retries.
  */
 export const BATCH_BUDGET_MS = 14 * 60_000;
 /** A delivery is not started with less than this (or HANDLER_TIMEOUT_SECONDS, if shorter) left of the budget. */
@@ -153,10 +154,18 @@ async function processClaimed(
 
   let handled;
   try {
-    // A few seconds of the batch's time are kept for recording the result.
-    const timeoutMs = Math.max(1_000, Math.min(config.handlerTimeoutSeconds * 1000, deadlineMs - Date.now() - 5_000));
-    handled = await withDeadline((signal) => runHandler(env, handlers, ref, claimed.delivery, claimed.attempt, signal), timeoutMs);
+    // A few seconds of the batch's time are kept for recording the result. When that, not the
+    // handler's own timeout, is the limit, a handler cut short there does not use up its attempt.
+    const handlerMs = config.handlerTimeoutSeconds * 1000;
+    const leftMs = deadlineMs - Date.now() - 5_000;
+    const timeUp = leftMs < handlerMs ? () => new BatchTimeUpError("the consumer invocation's time ran out") : undefined;
+    handled = await withDeadline((signal) => runHandler(env, handlers, ref, claimed.delivery, claimed.attempt, signal), Math.max(1_000, Math.min(handlerMs, leftMs)), timeUp);
   } catch (error) {
+    if (error instanceof BatchTimeUpError) {
+      if (!(await markDeferred(env.DB, ref, token, Date.now()))) return { action: "ack", reason: "lease_lost" };
+      await lease.release(token, Date.now());
+      return { action: "retry", reason: "deferred", delaySeconds: 0 };
+    }
     return handleFailure(error, env, config, ref, lease, token, claimed.attempt);
   }
 

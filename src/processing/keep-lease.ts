@@ -12,6 +12,14 @@ export class HandlerTimeoutError extends Error {
   override readonly name = "HandlerTimeoutError";
 }
 
+/**
+ * A handler was cut short because its queue batch's time ran out (the consumer's 15-minute
+ * limit), not its own HANDLER_TIMEOUT_SECONDS: its attempt is not counted.
+ */
+export class BatchTimeUpError extends Error {
+  override readonly name = "BatchTimeUpError";
+}
+
 /** The part of a lease stub this needs. */
 type Renewable = Pick<DurableObjectStub<DeliveryLease>, "renew">;
 
@@ -47,17 +55,21 @@ export function holdLease(lease: Renewable, token: number, leaseMs: number): () 
 }
 
 /**
- * Runs `work` with a deadline: rejects with HandlerTimeoutError after `timeoutMs`, and aborts the
+ * Runs `work` with a deadline: rejects with `timedOut()` (a HandlerTimeoutError) after `timeoutMs`, and aborts the
  * signal it hands to `work` then, so that a handler passing it on (to `fetch`) stops its calls.
  * A handler that ignores the signal keeps running in the background, but its effects are never
  * committed.
  */
-export async function withDeadline<T>(work: (signal: AbortSignal) => Promise<T>, timeoutMs: number): Promise<T> {
+export async function withDeadline<T>(
+  work: (signal: AbortSignal) => Promise<T>,
+  timeoutMs: number,
+  timedOut: () => Error = () => new HandlerTimeoutError(`the handler did not return within ${Math.round(timeoutMs / 1000)} s`),
+): Promise<T> {
   const controller = new AbortController();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      const error = new HandlerTimeoutError(`the handler did not return within ${Math.round(timeoutMs / 1000)} s`);
+      const error = timedOut();
       controller.abort(error);
       reject(error);
     }, timeoutMs);

@@ -139,6 +139,21 @@ export async function markRetrying(db: D1Database, ref: DeliveryRef, token: numb
   return result.meta.changes > 0;
 }
 
+/**
+ * Gives back an attempt that was cut short by the consumer's own time limit (not the handler's
+ * fault): back to `received`, the attempt not counted. Fenced.
+ */
+export async function markDeferred(db: D1Database, ref: DeliveryRef, token: number, nowMs: number): Promise<boolean> {
+  const result = await db
+    .prepare(
+      `UPDATE deliveries SET status = 'received', attempts = max(0, attempts - 1), updated_at = ?4
+        WHERE source = ?1 AND id = ?2 AND status = 'processing' AND lease_token = ?3`,
+    )
+    .bind(ref.source, ref.id, token, isoTime(nowMs))
+    .run();
+  return result.meta.changes > 0;
+}
+
 /** Sets a delivery aside as `failed` with its error, fenced to the lease `token`. */
 export async function markFailed(db: D1Database, ref: DeliveryRef, token: number, error: string, nowMs: number): Promise<boolean> {
   const result = await db

@@ -6,7 +6,9 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import { BATCH_BUDGET_MS, BATCH_CONCURRENCY } from "../../src/processing/consumer";
+import { createMessageBatch } from "cloudflare:test";
+import { BATCH_BUDGET_MS, BATCH_CONCURRENCY, consumeDeliveries } from "../../src/processing/consumer";
+import type { DeliveryRef } from "../../src/processing/messages";
 import { defineHandlers, type Handler } from "../../src/processing/handlers";
 import { deliveryRow } from "../helpers/db";
 import { faultyD1, faultyNamespace, rebindObject } from "../helpers/faults";
@@ -154,6 +156,29 @@ describe("the batch's time budget", () => {
       expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "received", attempts: 0 });
       expect(await leaseFor(env, ref).claim(ref)).toMatchObject({ kind: "granted", takeover: false });
     }
+  });
+});
+
+describe("the batch's time running out under a handler", () => {
+  it("cuts the handler short without using up its attempt: back to received, retried, its lease released", async () => {
+    const ref = { source: "budget", id: "cut-short" };
+    await storeDelivery(ref);
+    await env.DB.prepare("UPDATE deliveries SET attempts = 4 WHERE id = ?").bind(ref.id).run(); // its last attempt
+    const batch = createMessageBatch<DeliveryRef>("webhook-deliveries", [{ id: "cut-short", timestamp: new Date(), attempts: 1, body: ref }]);
+    const handlers = defineHandlers({ budget: { "*": () => new Promise<never>(() => {}) } });
+    const realNow = Date.now.bind(Date);
+    let calls = 0;
+    // The batch starts now; from then on only 3 s of its 14 minutes are left.
+    const clock = vi.spyOn(Date, "now").mockImplementation(() => (calls++ === 0 ? realNow() : realNow() + BATCH_BUDGET_MS - 3_000));
+    let outcomes;
+    try {
+      outcomes = await consumeDeliveries(batch, { ...env, HANDLER_TIMEOUT_SECONDS: "2" } as Env, handlers);
+    } finally {
+      clock.mockRestore();
+    }
+    expect(outcomes).toEqual([{ action: "retry", reason: "deferred", delaySeconds: 0 }]);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "received", attempts: 4 });
+    expect(await leaseFor(env, ref).claim(ref)).toMatchObject({ kind: "granted", takeover: false });
   });
 });
 
