@@ -49,6 +49,7 @@ function init(args)
     number = number + 1
     position = stop + ${SEPARATOR.length}
   end
+  assert(#requests > 0, "a wrk thread got no requests: pass at least one per thread")
   next_request = 0
   answered = 0
   share = quota > 0 and math.ceil(quota / count) or 0
@@ -82,25 +83,29 @@ function raw({ method = "POST", path, headers, body }, host) {
 
 /**
  * Runs wrk against `url` (an origin) with `requests`, for `seconds`; or, with `total`, until
- * `until()` resolves true (polled every 250 ms), then stops it (wrk reports on SIGINT).
+ * `until()` resolves true (polled every 250 ms, for at most `untilTimeoutMs`), then stops it (wrk
+ * reports on SIGINT). `requests` needs one per thread at least: each thread replays its own share.
  * @param {{ url: string, requests: { method?: string, path: string, headers: Record<string, string>, body: string }[], seconds?: number, connections: number, threads?: number, total?: number, until?: () => Promise<boolean> }} options
  * @returns {Promise<{ requests: number, seconds: number, requestsPerSecond: number, p50Ms: number, p99Ms: number, non2xx: number, errors: number }>}
  */
-export async function runWrk({ url, requests, seconds = 3600, connections, threads = 2, total = 0, until }) {
+export async function runWrk({ url, requests, seconds = 3600, connections, threads = 2, total = 0, until, untilTimeoutMs = 600_000 }) {
+  if (requests.length < threads) throw new Error(`runWrk: ${requests.length} requests for ${threads} threads: each thread needs one at least`);
   const dir = mkdtempSync(join(tmpdir(), "webhook-inbox-wrk-"));
+  let child = null;
   try {
     const host = new URL(url).host;
     writeFileSync(join(dir, "requests"), requests.map((request) => raw(request, host) + SEPARATOR).join(""));
     writeFileSync(join(dir, "load.lua"), SCRIPT);
     const args = ["-t", String(threads), "-c", String(connections), "-d", `${seconds}s`, "--timeout", "30s", "-s", join(dir, "load.lua"), url, "--", join(dir, "requests"), String(threads), String(total)];
-    const child = spawn("wrk", args, { stdio: ["ignore", "pipe", "pipe"] });
+    child = spawn("wrk", args, { stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk) => (stdout += chunk));
     child.stderr.on("data", (chunk) => (stderr += chunk));
     const exited = new Promise((resolve) => child.once("exit", resolve));
     if (until) {
-      while (child.exitCode === null && !(await until())) await new Promise((resolve) => setTimeout(resolve, 250));
+      const giveUpAt = Date.now() + untilTimeoutMs;
+      while (child.exitCode === null && Date.now() < giveUpAt && !(await until())) await new Promise((resolve) => setTimeout(resolve, 250));
       child.kill("SIGINT");
     }
     await exited;
@@ -118,6 +123,7 @@ export async function runWrk({ url, requests, seconds = 3600, connections, threa
       errors: summary.connect + summary.read + summary.write + summary.timeout,
     };
   } finally {
+    if (child && child.exitCode === null) child.kill("SIGKILL"); // `until` threw: no wrk left behind
     rmSync(dir, { recursive: true, force: true });
   }
 }
