@@ -2,6 +2,9 @@
  * Web Crypto helpers shared by the providers: HMAC, strict hex/base64 decoding, constant-time
  * comparison and timestamp windows. No Node crypto: this runs in the Workers runtime.
  */
+import { toHex } from "../hex";
+
+export { toHex };
 
 export type HashName = "SHA-256" | "SHA-1";
 
@@ -64,11 +67,6 @@ export function timingSafeEqualText(a: string, b: string): boolean {
   return timingSafeEqual(encoder.encode(a), encoder.encode(b));
 }
 
-export function toHex(bytes: Uint8Array): string {
-  let out = "";
-  for (const byte of bytes) out += byte.toString(16).padStart(2, "0");
-  return out;
-}
 
 /** Strict hex decoding: null for odd length or any non-hex character. */
 export function fromHex(text: string): Uint8Array | null {

@@ -13,25 +13,12 @@
  * resident memory of the runtime above its idle 140 MiB: ingesting ≈ 800 → ≈ 310 MiB, consuming
  * ≈ 860 → ≈ 320 MiB, both together ≈ 990 → ≈ 400 MiB.
  */
+import { toHex } from "../hex";
 
 /** Bytes per chunk: its hex (1 MiB) stays far below D1's 2,000,000-byte string cap. */
 export const BODY_CHUNK_BYTES = 512 * 1024;
 /** Chunks per body: room for 2 MiB, above the largest MAX_BODY_BYTES the config accepts (1,900,000). */
 export const BODY_CHUNKS = 4;
-
-const BYTE_HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
-
-/** The hex text of `bytes`. */
-export function bytesToHex(bytes: Uint8Array): string {
-  const parts: string[] = [];
-  for (let start = 0; start < bytes.length; start += 8192) {
-    let part = "";
-    const end = Math.min(bytes.length, start + 8192);
-    for (let index = start; index < end; index++) part += BYTE_HEX[bytes[index]!]!;
-    parts.push(part);
-  }
-  return parts.join("");
-}
 
 /** The value of each hex digit by character code; SQLite's hex() writes upper case. */
 const HEX_VALUE = (() => {
@@ -57,7 +44,7 @@ export function bodyFromParams(firstParam: number): string {
 /** The BODY_CHUNKS hex parameters of a body (empty strings past its end). */
 export function bodyParams(bytes: Uint8Array): string[] {
   if (bytes.length > BODY_CHUNK_BYTES * BODY_CHUNKS) throw new RangeError(`a body of ${bytes.length} bytes does not fit in ${BODY_CHUNKS} chunks`);
-  return Array.from({ length: BODY_CHUNKS }, (_, index) => bytesToHex(bytes.subarray(index * BODY_CHUNK_BYTES, (index + 1) * BODY_CHUNK_BYTES)));
+  return Array.from({ length: BODY_CHUNKS }, (_, index) => toHex(bytes.subarray(index * BODY_CHUNK_BYTES, (index + 1) * BODY_CHUNK_BYTES)));
 }
 
 /**
@@ -83,13 +70,4 @@ export function bodyFromRow(row: Record<string, unknown>): Uint8Array | null {
     for (let index = 0; index < hex.length; index += 2) bytes[offset++] = (HEX_VALUE[hex.charCodeAt(index)]! << 4) | HEX_VALUE[hex.charCodeAt(index + 1)]!;
   }
   return bytes;
-}
-
-/** A BLOB column as D1 returns it when read directly (tests, ad-hoc reads). */
-export type BlobColumn = ArrayBuffer | number[] | null;
-
-/** The bytes of a BLOB column read directly, whichever shape D1 returns it in; null for NULL. */
-export function blobBytes(value: BlobColumn): Uint8Array | null {
-  if (value === null) return null;
-  return value instanceof ArrayBuffer ? new Uint8Array(value) : Uint8Array.from(value);
 }

@@ -26,4 +26,11 @@ export async function deliveryRow(source: string, id: string): Promise<DeliveryR
   return env.DB.prepare("SELECT * FROM deliveries WHERE source = ? AND id = ?").bind(source, id).first<DeliveryRow>();
 }
 
-export { blobBytes } from "../../src/store/columns";
+/** A BLOB column as D1 returns it when read directly: an ArrayBuffer or an array of byte values. */
+export type BlobColumn = ArrayBuffer | number[] | null;
+
+/** The bytes of a BLOB column read directly, whichever shape D1 returns it in; null for NULL. */
+export function blobBytes(value: BlobColumn): Uint8Array | null {
+  if (value === null) return null;
+  return value instanceof ArrayBuffer ? new Uint8Array(value) : Uint8Array.from(value);
+}

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { BODY_CHUNK_BYTES, bodyColumns, bodyFromParams, bodyFromRow, bodyParams, blobBytes } from "../../src/store/columns";
+import { BODY_CHUNK_BYTES, bodyColumns, bodyFromParams, bodyFromRow, bodyParams } from "../../src/store/columns";
+import { blobBytes } from "../helpers/db";
 
 /** Writes `bytes` through the hex path, then reads it back both ways: through hex, and as D1's own BLOB. */
 async function roundTrip(bytes: Uint8Array | null) {
