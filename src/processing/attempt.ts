@@ -101,8 +101,7 @@ export async function handleFailure(
   return { action: "retry", reason: "handler_error", delaySeconds };
 }
 
-/** Records a delivery as failed, then dead-letters it. False when the fence refused (another worker owns it). */
-
+/** Records a delivery as failed (fenced by `token`), then dead-letters it. False when the fence refused. */
 export async function failDelivery(env: Env, ref: DeliveryRef, token: number, error: string): Promise<boolean> {
   if (!(await markFailed(env.DB, ref, token, error, Date.now()))) return false;
   await sendDeadLetter(env, ref, error);

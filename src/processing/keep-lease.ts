@@ -7,7 +7,7 @@
 import { describeError } from "./errors";
 import type { DeliveryLease } from "./lease";
 
-/** A handler ran past its deadline (HANDLER_TIMEOUT_SECONDS, or what was left of the batch's time). */
+/** A handler ran past HANDLER_TIMEOUT_SECONDS: retried like any other failure. */
 export class HandlerTimeoutError extends Error {
   override readonly name = "HandlerTimeoutError";
 }
@@ -55,8 +55,9 @@ export function holdLease(lease: Renewable, token: number, leaseMs: number): () 
 }
 
 /**
- * Runs `work` with a deadline: rejects with `timedOut()` (a HandlerTimeoutError) after `timeoutMs`, and aborts the
- * signal it hands to `work` then, so that a handler passing it on (to `fetch`) stops its calls.
+ * Runs `work` with a deadline: rejects with `timedOut()` (by default a HandlerTimeoutError) after
+ * `timeoutMs`, and aborts the signal it hands to `work` then, so that a handler passing it on (to
+ * `fetch`) stops its calls.
  * A handler that ignores the signal keeps running in the background, but its effects are never
  * committed.
  */

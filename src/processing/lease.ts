@@ -4,8 +4,8 @@
  *
  * - `claim` hands out a lease with a fresh fencing token, or says the delivery is busy or settled.
  *   Two workers never hold the same delivery.
- * - The lease is held by the object's one alarm. A worker whose handler runs long extends it with
- *   `renew`; when the alarm fires and the lease has passed without a word from its holder, the
+ * - The lease is held by the object's one alarm. The worker extends it with `renew` while it
+ *   works; when the alarm fires and the lease has passed without a word from its holder, the
  *   holder is presumed dead: the delivery goes back on the queue and the next claim takes over
  *   (`takeover: true`, which the consumer's crash-loop check needs).
  * - `release` (a retry is due, or processing hit an infrastructure error) and `settle` (done or
@@ -93,7 +93,7 @@ export class DeliveryLease extends DurableObject<Env> {
   }
 
   /**
-   * Extends the lease of a worker whose handler is still running by one lease period from now.
+   * Extends the lease of a worker still at work on the delivery by one lease period from now.
    * False when `token` is no longer the lease (another worker took over, or it was settled).
    */
   renew(token: number): Promise<boolean> {

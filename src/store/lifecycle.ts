@@ -13,7 +13,7 @@ import { bodyColumns, bodyFromRow } from "./columns";
 export type Claimed =
   /** The handler may run: this is its `attempt`-th run. */
   | { readonly kind: "run"; readonly attempt: number; readonly delivery: ClaimedDelivery }
-  /** The handler ran MAX_ATTEMPTS times and its worker vanished every time: set aside as failed. */
+  /** The handler started MAX_ATTEMPTS times and its last run vanished without a result: set aside as failed. */
   | { readonly kind: "gave_up"; readonly attempts: number; readonly error: string }
   /** Not claimable: already done or failed, deleted, or a newer claim got there first. */
   | { readonly kind: "gone" };
@@ -92,27 +92,9 @@ export function markDone(db: D1Database, ref: DeliveryRef, token: number, handle
     .bind(ref.source, ref.id, token, handled ? 1 : 0, isoTime(nowMs));
 }
 
-/** Commits the done mark and the handler's effects as one transaction. */
-export async function commitDone(
-  db: D1Database,
-  ref: DeliveryRef,
-  token: number,
-  handled: boolean,
-  effects: readonly D1PreparedStatement[],
-  nowMs: number,
-): Promise<"committed" | "lease_lost"> {
-  try {
-    await db.batch([markDone(db, ref, token, handled, nowMs), ...effects]);
-    return "committed";
-  } catch (error) {
-    if (isLeaseLost(error)) return (await committedWith(db, ref, token)) ? "committed" : "lease_lost";
-    throw error;
-  }
-}
-
 /**
- * True when the delivery is done under `token`: an earlier commit of ours landed although its
- * batch reported an error (the fence then refuses the second try, which is not a lost lease).
+ * True when the delivery is done under `token`: a commit of ours landed although its batch
+ * reported an error (the fence then refuses a second try, which is not a lost lease).
  */
 export async function committedWith(db: D1Database, ref: DeliveryRef, token: number): Promise<boolean> {
   const row = await db
