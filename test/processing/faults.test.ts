@@ -157,10 +157,8 @@ describe("the batch's time budget", () => {
       expect(await leaseFor(env, ref).claim(ref)).toMatchObject({ kind: "granted", takeover: false });
     }
   });
-});
 
-describe("the batch's time running out under a handler", () => {
-  it("cuts the handler short without using up its attempt: back to received, retried, its lease released", async () => {
+  it("cuts a running handler short when it runs out, without using up its attempt: back to received, retried, its lease released", async () => {
     const ref = { source: "budget", id: "cut-short" };
     await storeDelivery(ref);
     await env.DB.prepare("UPDATE deliveries SET attempts = 4 WHERE id = ?").bind(ref.id).run(); // its last attempt
