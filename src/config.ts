@@ -162,3 +162,19 @@ export function loadConfig(env: object): InboxConfig {
   parsed.set(env, config);
   return config;
 }
+
+/**
+ * The settings, or the ConfigError that explains why there are none: for the places that must
+ * keep going with a bad config (health, queue batches, alarms) rather than throw.
+ * @example
+ * const config = checkConfig(env);
+ * if (config instanceof ConfigError) return retryLater(config.message);
+ */
+export function checkConfig(env: object): InboxConfig | ConfigError {
+  try {
+    return loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+}

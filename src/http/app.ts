@@ -1,6 +1,6 @@
 /** The Hono app: config, the error boundary, health, the receiver. */
 import { Hono } from "hono";
-import { ConfigError, loadConfig } from "../config";
+import { checkConfig, ConfigError, loadConfig } from "../config";
 import { admin } from "./admin";
 import { renderError } from "./errors";
 import { receiver } from "./receiver";
@@ -11,12 +11,8 @@ export const app = new Hono<AppEnv>();
 // Before the config middleware, so it can say what is wrong: each bad var and the problem, never
 // a value (the route is public). 503 makes load balancers and uptime checks notice.
 app.get("/health", (c) => {
-  try {
-    loadConfig(c.env);
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    return c.json({ status: "config_invalid", problems: error.problems }, 503);
-  }
+  const config = checkConfig(c.env);
+  if (config instanceof ConfigError) return c.json({ status: "config_invalid", problems: config.problems }, 503);
   return c.json({ status: "ok" });
 });
 

@@ -3,7 +3,7 @@
  * typo must never fail a delivery. The batch is retried with a delay, so its messages neither
  * burn their retries in seconds nor reach the dead-letter queue before someone fixes the var.
  */
-import { ConfigError, loadConfig } from "../config";
+import { checkConfig, ConfigError } from "../config";
 
 /** How long a batch waits before it checks the configuration again. */
 export const CONFIG_RETRY_DELAY_SECONDS = 300;
@@ -14,15 +14,11 @@ export const CONFIG_RETRY_DELAY_SECONDS = 300;
  * returns true: the caller must then leave the batch alone.
  */
 export function deferIfConfigInvalid(batch: MessageBatch, env: Env): boolean {
-  try {
-    loadConfig(env);
-    return false;
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    console.error(
-      `queue ${batch.queue}: ${batch.messages.length} message(s) wait ${CONFIG_RETRY_DELAY_SECONDS} s for the configuration to be fixed: ${error.message}`,
-    );
-    batch.retryAll({ delaySeconds: CONFIG_RETRY_DELAY_SECONDS });
-    return true;
-  }
+  const config = checkConfig(env);
+  if (!(config instanceof ConfigError)) return false;
+  console.error(
+    `queue ${batch.queue}: ${batch.messages.length} message(s) wait ${CONFIG_RETRY_DELAY_SECONDS} s for the configuration to be fixed: ${config.message}`,
+  );
+  batch.retryAll({ delaySeconds: CONFIG_RETRY_DELAY_SECONDS });
+  return true;
 }

@@ -22,7 +22,7 @@
  * This object never writes D1: the consumer owns the delivery's state there.
  */
 import { DurableObject } from "cloudflare:workers";
-import { ConfigError, loadConfig } from "../config";
+import { checkConfig, ConfigError, loadConfig } from "../config";
 import { describeError } from "./errors";
 import type { DeliveryRef } from "./messages";
 
@@ -164,16 +164,14 @@ export class DeliveryLease extends DurableObject<Env> {
   async #alarm(): Promise<void> {
     const state = await this.#load();
     if (!state) return;
-    let leaseMs: number;
-    try {
-      leaseMs = loadConfig(this.env).leaseSeconds * 1000;
-    } catch (error) {
-      if (!(error instanceof ConfigError)) throw error;
+    const config = checkConfig(this.env);
+    if (config instanceof ConfigError) {
       // The delivery waits for the configuration to be fixed; the alarm must not die meanwhile.
-      console.error(`lease of ${state.ref.source}/${state.ref.id}: ${describeError(error)}; trying again in a minute`);
+      console.error(`lease of ${state.ref.source}/${state.ref.id}: ${describeError(config)}; trying again in a minute`);
       await this.ctx.storage.setAlarm(Date.now() + CONFIG_RETRY_MS);
       return;
     }
+    const leaseMs = config.leaseSeconds * 1000;
     const now = Date.now();
     if (state.heldUntilMs !== null && now < state.heldUntilMs) {
       // This alarm was scheduled for an earlier lease; the current one (renewed, or granted

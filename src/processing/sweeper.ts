@@ -16,7 +16,7 @@
  *   runtime the heartbeat fires again on restart. SWEEP_INTERVAL_SECONDS=0 turns it off.
  */
 import { DurableObject } from "cloudflare:workers";
-import { ConfigError, loadConfig } from "../config";
+import { checkConfig, ConfigError, loadConfig } from "../config";
 import { applyRetention, takeStranded, type RetentionResult } from "../store/sweep";
 import { enqueueDeliveries } from "./enqueue";
 import { describeError } from "./errors";
@@ -93,11 +93,9 @@ export function sweeperFor(env: Env): DurableObjectStub<Sweeper> {
  * stands by. Never throws for a bad config (logged: the next run tries again).
  */
 export async function sweepFromCron(env: Env, scheduledTimeMs: number): Promise<void> {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    console.error(`cron sweep skipped until the configuration is fixed: ${error.message}`);
+  const config = checkConfig(env);
+  if (config instanceof ConfigError) {
+    console.error(`cron sweep skipped until the configuration is fixed: ${config.message}`);
     return;
   }
   await sweep(env, scheduledTimeMs);
@@ -124,12 +122,9 @@ let heartbeatCheckedAtMs: number | null = null;
 export async function ensureSweepHeartbeat(env: Env): Promise<void> {
   const nowMs = Date.now();
   if (heartbeatCheckedAtMs !== null && nowMs - heartbeatCheckedAtMs < HEARTBEAT_CHECK_MS) return;
-  try {
-    if (loadConfig(env).sweepIntervalSeconds === 0) return;
-  } catch (error) {
-    if (error instanceof ConfigError) return; // reported by the request or batch that called us
-    throw error;
-  }
+  const config = checkConfig(env);
+  // A bad config is reported by the request or batch that called us.
+  if (config instanceof ConfigError || config.sweepIntervalSeconds === 0) return;
   heartbeatCheckedAtMs = nowMs;
   try {
     await sweeperFor(env).ensureScheduled();
@@ -155,15 +150,13 @@ export class Sweeper extends DurableObject<Env> {
 
   override async alarm(): Promise<void> {
     const nowMs = Date.now();
-    let intervalMs: number;
-    try {
-      intervalMs = loadConfig(this.env).sweepIntervalSeconds * 1000;
-    } catch (error) {
-      if (!(error instanceof ConfigError)) throw error;
-      console.error(`sweep heartbeat: ${error.message}; trying again in ${CONFIG_RETRY_MS / 1000} s`);
+    const config = checkConfig(this.env);
+    if (config instanceof ConfigError) {
+      console.error(`sweep heartbeat: ${config.message}; trying again in ${CONFIG_RETRY_MS / 1000} s`);
       await this.ctx.storage.setAlarm(nowMs + CONFIG_RETRY_MS);
       return;
     }
+    const intervalMs = config.sweepIntervalSeconds * 1000;
     if (intervalMs === 0) return; // turned off: not re-armed
     const beat = planBeat(nowMs, intervalMs, await this.ctx.storage.get<number>(LAST_CRON_SWEEP_KEY));
     // Re-arm first, and keep a failed sweep from throwing: the next beat is the retry.
