@@ -4,8 +4,8 @@
  * them: D1 statements, round trips and rows read and written (from each result's `meta`; the
  * handler's own effect apart), queue messages, Durable Object requests, and the lease objects'
  * storage writes (each object's storage calls, counted as rows: a `put` per key, a `setAlarm`,
- * a `deleteAll` per key and alarm it removes). It prints one `METER {json}` line; bench/run.mjs
- * reads it.
+ * a `deleteAlarm`, a `delete` per key, a `deleteAll` per key and alarm it removes). It prints one
+ * `METER {json}` line; bench/run.mjs reads it.
  */
 import { createExecutionContext, createMessageBatch, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -100,14 +100,15 @@ const meteredQueue = {
 
 /**
  * Counts the storage writes of a delivery's lease object from now on, as rows (what SQLite-backed
- * Durable Object storage bills): each key a `put` writes, each `setAlarm`, and for `delete` and
- * `deleteAll` each key (and the alarm) they remove.
+ * Durable Object storage bills): each key a `put` writes, each `setAlarm`, each `deleteAlarm`
+ * (one per call, whether or not an alarm was set: the count errs high, never low), each key a
+ * `delete` names, and for `deleteAll` each key and the alarm it removes.
  */
 async function countLeaseStorage(ref: DeliveryRef): Promise<void> {
   const stub = env.DELIVERY_LEASE.get(env.DELIVERY_LEASE.idFromName(JSON.stringify([ref.source, ref.id])));
   await runInDurableObject(stub, (_instance, ctx) => {
     const storage = ctx.storage as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
-    const real = Object.fromEntries(["put", "setAlarm", "delete", "deleteAll", "list", "getAlarm"].map((name) => [name, storage[name]!.bind(storage)]));
+    const real = Object.fromEntries(["put", "setAlarm", "deleteAlarm", "delete", "deleteAll", "list", "getAlarm"].map((name) => [name, storage[name]!.bind(storage)]));
     storage.put = (key, ...rest) => {
       counts.leaseStorageRowsWritten += typeof key === "string" ? 1 : Object.keys(key as object).length;
       return real.put!(key, ...rest);
@@ -115,6 +116,10 @@ async function countLeaseStorage(ref: DeliveryRef): Promise<void> {
     storage.setAlarm = (...args) => {
       counts.leaseStorageRowsWritten++;
       return real.setAlarm!(...args);
+    };
+    storage.deleteAlarm = (...args) => {
+      counts.leaseStorageRowsWritten++;
+      return real.deleteAlarm!(...args);
     };
     storage.delete = (keys, ...rest) => {
       counts.leaseStorageRowsWritten += Array.isArray(keys) ? keys.length : 1;
@@ -186,9 +191,18 @@ it("meters one delivery's billable operations", { timeout: 120_000 }, async () =
     expect(outcomes.every((outcome) => outcome.action === "ack")).toBe(true);
   }
   expect(counts.leaseStorageRowsWritten).toBeGreaterThan(0);
-  // Every settled lease leaves nothing behind.
-  const leftovers = await runInDurableObject(env.DELIVERY_LEASE.get(env.DELIVERY_LEASE.idFromName(JSON.stringify(["standard", "msg_meter_0"]))), async (_o, ctx) => (await ctx.storage.list()).size);
+  // Every settled lease leaves nothing behind: no key, and no alarm.
+  let leftovers = 0;
+  let alarmsLeft = 0;
+  for (const ref of new Map(sent.map((ref) => [ref.id, ref])).values()) {
+    const stub = env.DELIVERY_LEASE.get(env.DELIVERY_LEASE.idFromName(JSON.stringify([ref.source, ref.id])));
+    await runInDurableObject(stub, async (_o, ctx) => {
+      leftovers += (await ctx.storage.list()).size;
+      if ((await ctx.storage.getAlarm()) !== null) alarmsLeft++;
+    });
+  }
   expect(leftovers).toBe(0);
+  expect(alarmsLeft).toBe(0);
   const consumerBatches = Math.ceil(sent.length / batchSize);
   console.log(
     `METER ${JSON.stringify({
