@@ -1,8 +1,8 @@
 /**
  * The queue consumer: each message names a stored delivery; process it effectively once.
  *
- * Per delivery, on its own: claim its lease (DeliveryLease), mark it `processing` in D1 (which
- * counts the attempt and reads the body), run the user's handler while the lease is renewed,
+ * Per delivery, on its own: claim its lease (DeliveryLease), read it from D1 (a takeover is
+ * recorded there first, store/lifecycle.ts), run the user's handler while the lease is renewed,
  * commit the handler's effects together with the `done` mark in one fenced D1 transaction, settle
  * the lease, and ack the message. A delivery's lease covers only its own work, and is renewed from
  * its claim until its result is recorded: a slow handler keeps its delivery, and holds up neither
@@ -22,12 +22,12 @@
  */
 import { loadConfig, type InboxConfig } from "../config";
 import { createBatcher, type StatementBatcher } from "../store/batcher";
-import { claimedDelivery, committedWith, isLeaseLost, markDeferred, markDone, markProcessing } from "../store/lifecycle";
+import { claimedDelivery, committedWith, isLeaseLost, markDeferred, markDone, markTakeover, readClaim } from "../store/lifecycle";
 import { handleFailure, isStatementError, runHandler, sendDeadLetter, type Outcome } from "./attempt";
 import { describeError } from "./errors";
 import type { HandlerRegistry } from "./handlers";
 import { BatchTimeUpError, holdLease, withDeadline } from "./keep-lease";
-import type { DeliveryLease } from "./lease";
+import type { ClaimResult, DeliveryLease } from "./lease";
 import { isDeliveryRef, leaseName, type DeliveryRef } from "./messages";
 
 export type { Outcome } from "./attempt";
@@ -55,7 +55,7 @@ interface BatchContext {
   readonly env: Env;
   readonly config: InboxConfig;
   readonly handlers: HandlerRegistry;
-  /** The `markProcessing` statements, coalesced. */
+  /** The claims' statements (`readClaim`, `markTakeover`), coalesced. */
   readonly marks: StatementBatcher;
   /** The done marks with their effects, coalesced. */
   readonly commits: StatementBatcher;
@@ -117,7 +117,7 @@ async function processMessage(message: Message<unknown>, context: BatchContext):
   if (claim.kind !== "granted") return { action: "ack", reason: claim.kind };
   const stopHolding = holdLease(lease, claim.token, context.config.leaseSeconds * 1000);
   try {
-    return await processClaimed(ref, lease, claim.token, claim.takeover, context);
+    return await processClaimed(ref, lease, claim, context);
   } catch (error) {
     // Nothing of this attempt was recorded: give the lease back so that the retry can claim at once.
     const outcome = infrastructureFailure(ref, message, error);
@@ -135,11 +135,12 @@ async function processMessage(message: Message<unknown>, context: BatchContext):
 async function processClaimed(
   ref: DeliveryRef,
   lease: DurableObjectStub<DeliveryLease>,
-  token: number,
-  takeover: boolean,
+  { token, takeover, previousToken }: Extract<ClaimResult, { kind: "granted" }>,
   { env, config, handlers, marks, commits, deadlineMs }: BatchContext,
 ): Promise<Outcome> {
-  const [marked] = await marks.run([markProcessing(env.DB, ref, token, takeover, config.maxAttempts, Date.now())]);
+  // A free lease's claim only reads the row; a takeover is recorded first (store/lifecycle.ts).
+  const claim = takeover ? markTakeover(env.DB, ref, token, previousToken, config.maxAttempts, Date.now()) : readClaim(env.DB, ref, token);
+  const [marked] = await marks.run([claim]);
   const claimed = claimedDelivery(marked!);
   if (claimed.kind === "gone") {
     // Done or failed already (the D1 row is the judge), or a newer claim got there first.

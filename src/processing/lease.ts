@@ -11,11 +11,11 @@
  * - `release` (a retry is due, or processing hit an infrastructure error) and `settle` (done or
  *   failed) are refused for a stale token, so a worker whose lease ran out cannot overwrite the
  *   work of the worker that took over. The same token fences the handler's D1 commit
- *   (migrations/0001: `deliveries_lease_fence`), which is the last word: whatever this object
+ *   (migrations/0006: `deliveries_lease_fence`), which is the last word: whatever this object
  *   says, a worker whose token is not the delivery's current one commits nothing.
- * - Attempts are not counted here: D1 counts a handler run when it starts (store/lifecycle.ts
- *   `markProcessing`), so a claim whose processing never reached the handler (D1 or this object
- *   browning out) uses up nothing.
+ * - Attempts are not counted here: D1 counts a run when it ends, or when a takeover finds it
+ *   vanished (store/lifecycle.ts `markTakeover`, told the vanished holder's token), so a claim
+ *   whose processing met an infrastructure error (D1 or this object browning out) uses up nothing.
  * - A settled delivery leaves nothing behind: `settle` removes the alarm (and the stored key, if
  *   a rare path wrote one). A late duplicate message then meets the D1 row, which is the judge of
  *   what is done.
@@ -74,8 +74,12 @@ import { describeError } from "./errors";
 import { isDeliveryRef, leaseName, type DeliveryRef } from "./messages";
 
 export type ClaimResult =
-  /** `takeover`: the previous holder's lease ran out without a result (it crashed or stalled). */
-  | { readonly kind: "granted"; readonly token: number; readonly takeover: boolean }
+  /**
+   * `takeover`: the previous holder's lease ran out without a word (it crashed or stalled);
+   * `previousToken` is that holder's token, 0 when it is not known (it went with an evicted
+   * instance). D1 counts the vanished run by it (store/lifecycle.ts `markTakeover`).
+   */
+  | { readonly kind: "granted"; readonly token: number; readonly takeover: boolean; readonly previousToken: number }
   | { readonly kind: "busy"; readonly leasedUntilMs: number }
   /** Already done or failed (and no replay since): nothing to do. */
   | { readonly kind: "settled" };
@@ -97,6 +101,8 @@ interface Lease {
 interface StoredLease {
   /** The latest token handed out (after an orphaned lease's alarm or a reset: a floor for the next). */
   readonly token: number;
+  /** The token is a floor, no holder's (an orphaned lease's alarm stored it). */
+  readonly floor?: true;
   /**
    * `held`: a worker holds the lease until the alarm. `released`: nobody does (a retry is due, or
    * a reset). `abandoned`: the alarm found the holder gone; the next claim takes over.
@@ -193,7 +199,7 @@ export class DeliveryLease extends DurableObject<Env> {
     // new token is stored, so that a fresh instance can still refuse the older one.
     const store = takeover || this.#stored !== null || refFromName(this.ctx.id.name) === null;
     await this.#write(held, store ? { token, state: "held", ...this.#refToStore() } : undefined, held.heldUntilMs!);
-    return { kind: "granted", token, takeover };
+    return { kind: "granted", token, takeover, previousToken: takeover ? (lease.token ?? 0) : 0 };
   }
 
   /**
@@ -319,10 +325,11 @@ export class DeliveryLease extends DurableObject<Env> {
       // Stored (a rare path: its holder died), so that the requeued message's claim takes over
       // even after an eviction. A lost token is replaced by a floor: every token issued before
       // is older than this lease's end, which is now at the latest.
+      // The floor is not a holder's token: the lease keeps null (unknown holder) in memory.
       const token = lease.token ?? Math.max(this.#lastToken, now);
-      this.#lease = { token, heldUntilMs: lease.heldUntilMs, abandoned: true };
+      this.#lease = { token: lease.token, heldUntilMs: lease.heldUntilMs, abandoned: true };
       this.#lastToken = Math.max(this.#lastToken, token);
-      this.#stored = { token, state: "abandoned", ...this.#refToStore() };
+      this.#stored = { token, state: "abandoned", ...(lease.token === null ? { floor: true as const } : {}), ...this.#refToStore() };
       await this.ctx.storage.put<StoredLease>(STATE_KEY, this.#stored);
     }
     const ref = this.#deliveryRef();
@@ -349,7 +356,7 @@ export class DeliveryLease extends DurableObject<Env> {
       this.#lastToken = Math.max(this.#lastToken, stored.token);
       // A held lease ends at its alarm; none (this is the alarm, running): it has ended.
       const heldUntilMs = stored.state === "released" ? null : (alarmAtMs ?? 0);
-      this.#lease = { token: stored.token, heldUntilMs, abandoned: stored.state === "abandoned" };
+      this.#lease = { token: stored.floor ? null : stored.token, heldUntilMs, abandoned: stored.state === "abandoned" };
     } else {
       this.#lease = alarmAtMs === null ? null : { token: null, heldUntilMs: alarmAtMs, abandoned: false };
     }

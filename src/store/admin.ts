@@ -105,11 +105,8 @@ export async function deliveryStats(db: D1Database, nowMs: number): Promise<Deli
       `SELECT source, status, COUNT(*) AS n, SUM(status = 'done' AND handled = 0) AS unhandled
          FROM deliveries GROUP BY source, status`,
     ),
-    // Two MINs, each answered from the (status, received_at) index.
-    db.prepare(
-      `SELECT (SELECT MIN(received_at) FROM deliveries WHERE status = 'received') AS oldest_received,
-              (SELECT MIN(received_at) FROM deliveries WHERE status = 'processing') AS oldest_processing`,
-    ),
+    // One MIN, answered from the first entry of the partial index of unfinished rows.
+    db.prepare(`SELECT MIN(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'processing')`),
   ]);
   const counts = zeroCounts();
   const bySource: Record<string, StatusCounts> = {};
@@ -119,25 +116,33 @@ export async function deliveryStats(db: D1Database, nowMs: number): Promise<Deli
     (bySource[group.source] ??= zeroCounts())[group.status] = group.n;
     unhandled += group.unhandled ?? 0;
   }
-  // ISO-8601 UTC text sorts as time: the earliest of the two present.
-  const times = oldest!.results[0] as { oldest_received: string | null; oldest_processing: string | null };
-  const candidates = [times.oldest_received, times.oldest_processing].filter((time): time is string => time !== null).sort();
-  const oldestWaitingSeconds = candidates[0] === undefined ? null : Math.max(0, Math.floor((nowMs - Date.parse(candidates[0])) / 1000));
+  const oldestAt = (oldest!.results[0] as { oldest: string | null } | undefined)?.oldest ?? null;
+  const oldestWaitingSeconds = oldestAt === null ? null : Math.max(0, Math.floor((nowMs - Date.parse(oldestAt)) / 1000));
   return { counts, unhandled, oldestWaitingSeconds, bySource };
 }
 
 /**
+ * The status filter of the listing, with the literal term of the partial index that serves it
+ * (migrations/0006): SQLite uses a partial index only when the query repeats its WHERE term, and
+ * cannot see through a bound parameter. `done` has no index of its own (every row would pay for
+ * it): it walks the age index, where nearly every row is done.
+ */
+const STATUS_FILTER: Record<DeliveryStatus, string> = {
+  received: "status IN ('received', 'processing') AND status = 'received'",
+  processing: "status IN ('received', 'processing') AND status = 'processing'",
+  failed: "status = 'failed'",
+  done: "status = 'done'",
+};
+
+/**
  * The listing's statement: newest first by (received_at, source, id), the `deliveries_by_age`
- * index (migrations/0005) when no status is given and `deliveries_by_status_age` when one is.
- * Exported so that a test can `EXPLAIN QUERY PLAN` it.
+ * index when no status is given, and `deliveries_pending` or `deliveries_failed` when one is
+ * (migrations/0006). Exported so that a test can `EXPLAIN QUERY PLAN` it.
  */
 export function listingStatement(query: ListingQuery): { readonly sql: string; readonly params: readonly unknown[] } {
   const conditions: string[] = [];
   const params: unknown[] = [];
-  if (query.status) {
-    params.push(query.status);
-    conditions.push(`status = ?${params.length}`);
-  }
+  if (query.status) conditions.push(STATUS_FILTER[query.status]);
   if (query.source) {
     params.push(query.source);
     conditions.push(`source = ?${params.length}`);
@@ -185,6 +190,18 @@ export async function getDelivery(db: D1Database, ref: DeliveryRef): Promise<Del
   return { ...toSummary(row), body: bodyFromRow(row) };
 }
 
+/**
+ * A replay's fence (`?param`: its time, ms): `lease_token` becomes at least the replay's time. Lease tokens start from the
+ * lease object's clock (processing/lease.ts), so every token handed out before the replay is
+ * below it and every claim after it above: a worker of the delivery's previous life, even one
+ * whose claim D1 never saw, can no longer commit, and a takeover does not count its run as one of
+ * the new life's (store/lifecycle.ts). Should the lease object's clock lag this one, its next claim
+ * finds nothing to do, and the sweeper's requeue of the waiting row claims it later.
+ */
+function replayFence(param: number): string {
+  return `lease_token = max(coalesce(lease_token, 0), ?${param})`;
+}
+
 /** What decides whether a delivery can be replayed, when the replay reset refused it. */
 export interface ReplayState {
   readonly status: DeliveryStatus;
@@ -203,18 +220,17 @@ export async function replayState(db: D1Database, ref: DeliveryRef): Promise<Rep
 
 /**
  * Puts one settled delivery back to `received` with attempts at zero, in one statement, when its
- * status is one of `from` and it still has its body. True when it did. `lease_token` is kept:
- * tokens only grow, and the next claim's token is larger, so a worker of the previous life can
- * still never commit. The body check is in the same statement, so retention cannot clear the body
- * in between: once the row is `received`, retention leaves it alone.
+ * status is one of `from` and it still has its body. True when it did. `lease_token` is raised to
+ * the replay's time (`replayFence`). The body check is in the same statement, so retention cannot
+ * clear the body in between: once the row is `received`, retention leaves it alone.
  */
 export async function resetForReplay(db: D1Database, ref: DeliveryRef, from: readonly ("failed" | "done")[], nowMs: number): Promise<boolean> {
   const result = await db
     .prepare(
-      `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?3
+      `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?3, ${replayFence(5)}
         WHERE source = ?1 AND id = ?2 AND status IN (SELECT value FROM json_each(?4)) AND body IS NOT NULL`,
     )
-    .bind(ref.source, ref.id, isoTime(nowMs), JSON.stringify(from))
+    .bind(ref.source, ref.id, isoTime(nowMs), JSON.stringify(from), nowMs)
     .run();
   return result.meta.changes > 0;
 }
@@ -228,15 +244,15 @@ export async function resetForReplay(db: D1Database, ref: DeliveryRef, from: rea
 export async function resetFailedForReplay(db: D1Database, source: string | undefined, limit: number, nowMs: number): Promise<DeliveryRef[]> {
   const { results } = await db
     .prepare(
-      `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?1
-        WHERE rowid IN (
-          SELECT rowid FROM deliveries
+      `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?1, ${replayFence(4)}
+        WHERE (source, id) IN (
+          SELECT source, id FROM deliveries
            WHERE status = 'failed' AND (?2 IS NULL OR source = ?2) AND body IS NOT NULL
            ORDER BY received_at
            LIMIT ?3)
         RETURNING source, id`,
     )
-    .bind(isoTime(nowMs), source ?? null, limit)
+    .bind(isoTime(nowMs), source ?? null, limit, nowMs)
     .all<DeliveryRef>();
   return results;
 }

@@ -34,7 +34,7 @@ export interface StatementBatcher {
 /**
  * @example
  * const batcher = createBatcher(env.DB);
- * const [marked] = await batcher.run([markProcessing(...)]); // shares a batch with its neighbours
+ * const [claimed] = await batcher.run([readClaim(...)]); // shares a batch with its neighbours
  */
 export function createBatcher(db: D1Database, maxStatements = MAX_BATCH_STATEMENTS): StatementBatcher {
   let inFlight = false;

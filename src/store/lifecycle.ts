@@ -1,19 +1,31 @@
 /**
- * The delivery's state in D1 as processing moves it: received → processing → done | failed.
+ * The delivery's state in D1 as processing moves it: received → (processing) → done | failed.
  *
- * Every write after the claim is fenced by the lease token, so a worker whose lease ran out
- * cannot overwrite the state that the worker who took over wrote. The consumer is the only
- * caller: one owner for a delivery's state.
+ * D1 sees a claim only when it must: the lease object (processing/lease.ts) serializes claims
+ * and knows who holds a delivery, so a first claim, or the claim of a retry, only reads the row
+ * (`readClaim`), and the run is recorded when it ends, with its result. Only a takeover (the
+ * previous holder's lease ran out without a word) is written before its handler runs
+ * (`markTakeover`): that record is what fences the vanished worker, should it come back. This
+ * saves a write per delivery (migrations/0006).
+ *
+ * Every write after that is fenced by the lease token (`RESULT_FENCE`, and the trigger
+ * `deliveries_lease_fence` for the done mark): a run's result lands only while the delivery is
+ * unsettled and no later claim is recorded, and only once. Tokens only grow. The consumer is the
+ * only caller: one owner for a delivery's state.
+ *
+ * `attempts` counts runs that ended: with a result (done, retried, failed: +1 with it), or vanished
+ * (+1 by the takeover that found them gone). A run cut short by the consumer's own time limit
+ * counts nothing, and so does a claim that met an infrastructure error before any result.
  */
 import type { DeliveryRef } from "../processing/messages";
 import { isoTime } from "./clock";
 import { bodyColumns, bodyFromRow } from "./columns";
 
-/** What a `markProcessing` statement found. */
+/** What a claim's statement (`readClaim` or `markTakeover`) found. */
 export type Claimed =
   /** The handler may run: this is its `attempt`-th run. */
   | { readonly kind: "run"; readonly attempt: number; readonly delivery: ClaimedDelivery }
-  /** The handler started MAX_ATTEMPTS times and its last run vanished without a result: set aside as failed. */
+  /** The handler started MAX_ATTEMPTS times without a result: set aside as failed. */
   | { readonly kind: "gave_up"; readonly attempts: number; readonly error: string }
   /** Not claimable: already done or failed, deleted, or a newer claim got there first. */
   | { readonly kind: "gone" };
@@ -24,69 +36,85 @@ export interface ClaimedDelivery {
   readonly body: Uint8Array;
 }
 
-/** The D1 error the lease fence raises (migrations/0001, trigger `deliveries_lease_fence`). */
+/** The D1 error the lease fence raises (migrations/0006, trigger `deliveries_lease_fence`). */
 export const LEASE_LOST = "lease_lost";
 
-/** How the error of a delivery whose workers kept dying begins (see `markProcessing`). */
+/** How the error of a delivery whose workers kept dying begins (see `markTakeover`). */
 const GAVE_UP = "gave up: the worker kept crashing (";
 
 /**
- * Claims a delivery in D1 under `token`, in one statement, and counts the attempt: `attempts`
- * goes up here, when the handler is about to run, so a claim that never got this far (D1 or the
- * lease object failing) uses up nothing.
- *
- * The crash-loop check is part of the same statement: when the previous holder's lease ran out
- * (`takeover`) while the row still says `processing` (its handler started and never reported),
- * and that was the MAX_ATTEMPTS-th run, the delivery is set `failed` instead of running again.
- * A run whose worker reported a failure moved the row back to `received` first, so the check
- * only ever ends a delivery whose last run vanished.
- *
- * Running it again with the same token is harmless (a batch that committed but reported an
- * error is retried statement by statement): the row is returned again, the attempt not counted
- * twice. SQLite evaluates every SET expression against the row as it was.
+ * Where a run's result may land, for token `?3`: the delivery is unsettled, and either no claim
+ * newer than this one is recorded (a run D1 never saw), or this run is the recorded takeover.
+ * Once a result landed (lease_token = ?3, no longer `processing`), the same statement changes
+ * nothing: a result is never counted twice. Same rule as the trigger.
  */
-export function markProcessing(
-  db: D1Database,
-  ref: DeliveryRef,
-  token: number,
-  takeover: boolean,
-  maxAttempts: number,
-  nowMs: number,
-): D1PreparedStatement {
-  const gaveUp = "?6 AND status = 'processing' AND attempts >= ?5";
+const RESULT_FENCE = "status IN ('received', 'processing') AND (coalesce(lease_token, 0) < ?3 OR (lease_token = ?3 AND status = 'processing'))";
+
+/**
+ * The claim of a delivery whose lease was free (its first claim, a retry's, a replay's): reads
+ * what the handler needs, and writes nothing. No row: done or failed already, or a takeover
+ * newer than `token` is recorded.
+ */
+export function readClaim(db: D1Database, ref: DeliveryRef, token: number): D1PreparedStatement {
+  return db
+    .prepare(
+      `SELECT status, attempts, error, event_type, ${bodyColumns()} FROM deliveries
+        WHERE source = ?1 AND id = ?2 AND status IN ('received', 'processing') AND coalesce(lease_token, 0) < ?3`,
+    )
+    .bind(ref.source, ref.id, token);
+}
+
+/**
+ * The claim of a takeover: the previous holder's lease (token `previousToken`) ran out without a
+ * word (it crashed or stalled). Recorded before the handler runs, in one statement: `processing`
+ * under `token`, which fences the vanished worker's late result. When that run recorded no result
+ * (D1 knows no claim as new as it, or it was itself a recorded takeover still `processing`), it
+ * vanished: it is counted, and when it was the MAX_ATTEMPTS-th run the delivery is set `failed`
+ * instead of running again (a crash loop). When it did record one (its lease object could not be
+ * released or settled afterwards), nothing is counted. `previousToken` 0: not known (the lease
+ * object lost it), nothing counted.
+ *
+ * Running it again with the same token (a batch that committed but reported an error is retried
+ * statement by statement) returns the row again and counts nothing twice: SQLite evaluates every
+ * SET expression against the row as it was.
+ */
+export function markTakeover(db: D1Database, ref: DeliveryRef, token: number, previousToken: number, maxAttempts: number, nowMs: number): D1PreparedStatement {
+  const again = "lease_token IS ?3";
+  const vanished = "(coalesce(lease_token, 0) < ?6 OR (lease_token = ?6 AND status = 'processing'))";
+  const gaveUp = `NOT (${again}) AND ${vanished} AND attempts + 1 >= ?5`;
   return db
     .prepare(
       `UPDATE deliveries
-          SET status = CASE WHEN ${gaveUp} AND lease_token < ?3 THEN 'failed' ELSE 'processing' END,
-              error = CASE WHEN ${gaveUp} AND lease_token < ?3 THEN '${GAVE_UP}' || attempts || ' attempts without a result)' ELSE error END,
-              attempts = CASE WHEN coalesce(lease_token, 0) = ?3 OR (${gaveUp}) THEN attempts ELSE attempts + 1 END,
+          SET status = CASE WHEN ${gaveUp} THEN 'failed' ELSE 'processing' END,
+              error = CASE WHEN ${gaveUp} THEN '${GAVE_UP}' || (attempts + 1) || ' attempts without a result)' ELSE error END,
+              attempts = CASE WHEN ${again} THEN attempts WHEN ${vanished} THEN attempts + 1 ELSE attempts END,
               lease_token = ?3, updated_at = ?4
-        WHERE source = ?1 AND id = ?2
-          AND status IN ('received', 'processing')
-          AND coalesce(lease_token, 0) <= ?3
+        WHERE source = ?1 AND id = ?2 AND ${RESULT_FENCE}
         RETURNING status, attempts, error, event_type, ${bodyColumns("body", "status = 'processing'")}`,
     )
-    .bind(ref.source, ref.id, token, isoTime(nowMs), maxAttempts, takeover ? 1 : 0);
+    .bind(ref.source, ref.id, token, isoTime(nowMs), maxAttempts, previousToken);
 }
 
-/** What a `markProcessing` result says. */
+/** What a claim's result (`readClaim` or `markTakeover`) says. */
 export function claimedDelivery(result: D1Result): Claimed {
   const row = result.results[0] as { status: string; attempts: number; error: string; event_type: string | null } | undefined;
   if (!row) return { kind: "gone" };
   if (row.status === "failed") return { kind: "gave_up", attempts: row.attempts, error: row.error };
-  // A row whose body retention cleared is never claimable (a replay refuses it); an empty body is.
-  return { kind: "run", attempt: row.attempts, delivery: { eventType: row.event_type, body: bodyFromRow(row) ?? new Uint8Array(0) } };
+  // `attempts` counts the runs that ended; this one is the next. A row whose body retention
+  // cleared is never claimable (a replay refuses it); an empty body is.
+  return { kind: "run", attempt: row.attempts + 1, delivery: { eventType: row.event_type, body: bodyFromRow(row) ?? new Uint8Array(0) } };
 }
 
 /**
- * The fenced "done" write. It goes first in the handler's effect batch: when `token` is not the
- * current lease, the trigger aborts it and the whole batch rolls back (see `isLeaseLost`).
+ * The fenced "done" write, which counts the run. It goes first in the handler's effect batch:
+ * when `token` may no longer commit (see `RESULT_FENCE`), the trigger aborts it and the whole
+ * batch rolls back (see `isLeaseLost`).
  */
 export function markDone(db: D1Database, ref: DeliveryRef, token: number, handled: boolean, nowMs: number): D1PreparedStatement {
   return db
     .prepare(
       `UPDATE deliveries
-          SET status = 'done', commit_token = ?3, handled = ?4, error = NULL, updated_at = ?5
+          SET status = 'done', commit_token = ?3, lease_token = ?3, attempts = attempts + 1, handled = ?4, error = NULL, updated_at = ?5
         WHERE source = ?1 AND id = ?2`,
     )
     .bind(ref.source, ref.id, token, handled ? 1 : 0, isoTime(nowMs));
@@ -109,12 +137,12 @@ export function isLeaseLost(error: unknown): boolean {
   return error instanceof Error && error.message.includes(LEASE_LOST);
 }
 
-/** A retryable failure: back to `received` with the error, waiting for the retry. Fenced. */
+/** A retryable failure: back to `received` with the error, waiting for the retry; the run counted. Fenced. */
 export async function markRetrying(db: D1Database, ref: DeliveryRef, token: number, error: string, nowMs: number): Promise<boolean> {
   const result = await db
     .prepare(
-      `UPDATE deliveries SET status = 'received', error = ?4, updated_at = ?5
-        WHERE source = ?1 AND id = ?2 AND status = 'processing' AND lease_token = ?3`,
+      `UPDATE deliveries SET status = 'received', error = ?4, attempts = attempts + 1, lease_token = ?3, updated_at = ?5
+        WHERE source = ?1 AND id = ?2 AND ${RESULT_FENCE}`,
     )
     .bind(ref.source, ref.id, token, error, isoTime(nowMs))
     .run();
@@ -122,26 +150,26 @@ export async function markRetrying(db: D1Database, ref: DeliveryRef, token: numb
 }
 
 /**
- * Gives back an attempt that was cut short by the consumer's own time limit (not the handler's
- * fault): back to `received`, the attempt not counted. Fenced.
+ * Records a run cut short by the consumer's own time limit (not the handler's fault): back to
+ * `received`, the run not counted. Fenced: false when a newer claim took the delivery over.
  */
 export async function markDeferred(db: D1Database, ref: DeliveryRef, token: number, nowMs: number): Promise<boolean> {
   const result = await db
     .prepare(
-      `UPDATE deliveries SET status = 'received', attempts = max(0, attempts - 1), updated_at = ?4
-        WHERE source = ?1 AND id = ?2 AND status = 'processing' AND lease_token = ?3`,
+      `UPDATE deliveries SET status = 'received', lease_token = ?3, updated_at = ?4
+        WHERE source = ?1 AND id = ?2 AND ${RESULT_FENCE}`,
     )
     .bind(ref.source, ref.id, token, isoTime(nowMs))
     .run();
   return result.meta.changes > 0;
 }
 
-/** Sets a delivery aside as `failed` with its error, fenced to the lease `token`. */
+/** Sets a delivery aside as `failed` with its error, the run counted; fenced to the lease `token`. */
 export async function markFailed(db: D1Database, ref: DeliveryRef, token: number, error: string, nowMs: number): Promise<boolean> {
   const result = await db
     .prepare(
-      `UPDATE deliveries SET status = 'failed', error = ?4, updated_at = ?5
-        WHERE source = ?1 AND id = ?2 AND status = 'processing' AND lease_token = ?3`,
+      `UPDATE deliveries SET status = 'failed', error = ?4, attempts = attempts + 1, lease_token = ?3, updated_at = ?5
+        WHERE source = ?1 AND id = ?2 AND ${RESULT_FENCE}`,
     )
     .bind(ref.source, ref.id, token, error, isoTime(nowMs))
     .run();

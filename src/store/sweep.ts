@@ -22,11 +22,12 @@ export async function takeStranded(db: D1Database, cutoffs: StrandedCutoffs, now
   const { results } = await db
     .prepare(
       `UPDATE deliveries SET updated_at = ?1
-        WHERE rowid IN (
-          SELECT rowid FROM deliveries
-           WHERE (status = 'received' AND attempts = 0 AND updated_at < ?2)
-              OR (status = 'received' AND attempts > 0 AND updated_at < ?3)
-              OR (status = 'processing' AND updated_at < ?4)
+        WHERE (source, id) IN (
+          SELECT source, id FROM deliveries
+           WHERE status IN ('received', 'processing')
+             AND ((status = 'received' AND attempts = 0 AND updated_at < ?2)
+               OR (status = 'received' AND attempts > 0 AND updated_at < ?3)
+               OR (status = 'processing' AND updated_at < ?4))
            ORDER BY updated_at
            LIMIT ?5)
         RETURNING source, id`,
@@ -47,29 +48,52 @@ export interface RetentionResult {
   readonly bodiesCleared: number;
 }
 
+/** The `inbox_marks` row that holds how far body pruning has come (a `received_at`). */
+export const BODIES_PRUNED_THROUGH = "bodies_pruned_through";
+
 /**
- * The two retention statements, exported so that a test can `EXPLAIN QUERY PLAN` exactly what runs.
- * Both walk an index from its oldest entry and stop at `?2` rows, and neither can meet a row it
- * already worked on: a deleted row is gone, and a pruned body leaves the partial index.
+ * The next stretch of body pruning, as an SQL expression: the `received_at` of the `?2`-th row
+ * (at most) after the watermark and before the cutoff `?1`, walking the age index; NULL when no
+ * row is left there. It stops short of the oldest unfinished delivery (the first entry of
+ * deliveries_pending), which may still become done and must then lose its body too.
+ */
+const PRUNE_THROUGH = `(SELECT max(received_at) FROM (
+    SELECT received_at FROM deliveries
+     WHERE received_at > coalesce((SELECT value FROM inbox_marks WHERE name = '${BODIES_PRUNED_THROUGH}'), '')
+       AND received_at < ?1
+       AND received_at < coalesce((SELECT MIN(received_at) FROM deliveries WHERE status IN ('received', 'processing')), ?1)
+     ORDER BY received_at LIMIT ?2))`;
+
+/**
+ * The retention statements, exported so that a test can `EXPLAIN QUERY PLAN` exactly what runs.
+ * Each walks the age index and stops at `?2` rows, and neither meets a row it already worked on.
  */
 export const RETENTION_SQL = {
   /**
    * Settled rows only. A `received` or `processing` row, a replayed one included, still has work
-   * to do; deleting it would lose a delivery that was answered 200. Index: deliveries_by_status_age.
+   * to do; deleting it would lose a delivery that was answered 200. Index: deliveries_by_age,
+   * from its oldest entry: what is older than the retention is settled but for the odd stuck row.
    */
   deleteSettled: `DELETE FROM deliveries
-    WHERE rowid IN (SELECT rowid FROM deliveries
-                     WHERE status IN ('done', 'failed') AND received_at < ?1 LIMIT ?2)`,
+    WHERE (source, id) IN (SELECT source, id FROM deliveries
+                            WHERE received_at < ?1 AND status IN ('done', 'failed') ORDER BY received_at LIMIT ?2)`,
   /**
-   * Bodies of done rows only: a failed row keeps its body for a replay. Index: the partial
-   * deliveries_done_with_body (migrations/0005), which holds only the rows still to prune. Named:
-   * without statistics SQLite prefers (status, received_at), which walks every pruned done row
-   * again; INDEXED BY makes a missing index (or WHERE terms that no longer imply its own) an
-   * error instead of a silent rescan.
+   * Bodies of done rows only (a failed row keeps its body for a replay), from a watermark: each
+   * run takes the next `?2` rows of the age index past the point where the last run stopped,
+   * clears the bodies of the done ones, and moves the watermark to the last of them (the next
+   * statement). A run reads no row pruned before, and no index pays for this on the hot path
+   * (a partial index of done rows with a body cost a row written per delivery).
+   * The watermark never passes an unfinished delivery; a failed one that is replayed after it was
+   * passed keeps its body until retention deletes the row.
    */
   clearBodies: `UPDATE deliveries SET body = NULL
-    WHERE rowid IN (SELECT rowid FROM deliveries INDEXED BY deliveries_done_with_body
-                     WHERE status = 'done' AND body IS NOT NULL AND received_at < ?1 LIMIT ?2)`,
+    WHERE received_at > coalesce((SELECT value FROM inbox_marks WHERE name = '${BODIES_PRUNED_THROUGH}'), '')
+      AND received_at <= ${PRUNE_THROUGH}
+      AND status = 'done' AND body IS NOT NULL`,
+  /** Moves the watermark to where `clearBodies` stopped; nothing when it found no row. */
+  advancePruning: `INSERT INTO inbox_marks (name, value)
+    SELECT '${BODIES_PRUNED_THROUGH}', through FROM (SELECT ${PRUNE_THROUGH} AS through) WHERE through IS NOT NULL
+    ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE excluded.value > value`,
 } as const;
 
 /**
@@ -79,9 +103,12 @@ export const RETENTION_SQL = {
  * const { deleted, bodiesCleared } = await applyRetention(env.DB, now - 30 * DAY_MS, now - 7 * DAY_MS, 1_000);
  */
 export async function applyRetention(db: D1Database, deleteBeforeMs: number, clearBodiesBeforeMs: number, limit: number): Promise<RetentionResult> {
+  const clearBefore = isoTime(clearBodiesBeforeMs);
+  // One transaction: the watermark moves exactly as far as the bodies were cleared.
   const [deleted, cleared] = await db.batch([
     db.prepare(RETENTION_SQL.deleteSettled).bind(isoTime(deleteBeforeMs), limit),
-    db.prepare(RETENTION_SQL.clearBodies).bind(isoTime(clearBodiesBeforeMs), limit),
+    db.prepare(RETENTION_SQL.clearBodies).bind(clearBefore, limit),
+    db.prepare(RETENTION_SQL.advancePruning).bind(clearBefore, limit),
   ]);
   return { deleted: deleted!.meta.changes, bodiesCleared: cleared!.meta.changes };
 }

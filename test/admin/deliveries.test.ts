@@ -167,8 +167,11 @@ describe("the listing's query plan", () => {
     expect(await planOf({ limit: 50, after })).toEqual(["SEARCH deliveries USING INDEX deliveries_by_age ((received_at,source,id)<(?,?,?))"]);
   });
 
-  it("walks the (status, received_at) index with a status", async () => {
-    const plan = await planOf({ status: "failed", limit: 50, after });
-    expect(plan[0]).toMatch(/^SEARCH deliveries USING INDEX deliveries_by_status_age \(status=\? AND received_at<\?\)$/);
+  it("walks the partial index of its status for failed, received and processing, and the age index for done", async () => {
+    // migrations/0006: a partial index only pays for the rows in it; done rows are nearly all rows.
+    expect(await planOf({ status: "failed", limit: 50, after })).toEqual(["SEARCH deliveries USING INDEX deliveries_failed ((received_at,source,id)<(?,?,?))"]);
+    expect(await planOf({ status: "received", limit: 50 })).toEqual(["SCAN deliveries USING INDEX deliveries_pending"]);
+    expect(await planOf({ status: "processing", limit: 50, after })).toEqual(["SEARCH deliveries USING INDEX deliveries_pending ((received_at,source,id)<(?,?,?))"]);
+    expect(await planOf({ status: "done", limit: 50, after })).toEqual(["SEARCH deliveries USING INDEX deliveries_by_age ((received_at,source,id)<(?,?,?))"]);
   });
 });

@@ -226,7 +226,8 @@ describe("crashes and stalls", () => {
     });
     void consume([ref], dying);
     await started.promise;
-    expect((await deliveryRow(ref.source, ref.id))!.status).toBe("processing");
+    // A first claim is not written to D1: the lease object alone knows who holds it.
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "received", attempts: 0 });
 
     // While the lease holds, another worker is turned away.
     const healthy = defineHandlers({
@@ -247,6 +248,7 @@ describe("crashes and stalls", () => {
     expect(requeued.sent).toEqual([ref]); // the alarm put the delivery back on the queue
     const takeover = await consume([ref], healthy);
     expect(takeover.outcomes[0]!.reason).toBe("done");
+    // Two runs: the vanished one, counted by the takeover, and the one that finished.
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 2 });
     expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
     // The lesson the inbox cannot remove: an effect not keyed by the delivery happens twice.

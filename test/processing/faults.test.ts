@@ -11,7 +11,7 @@ import { BATCH_BUDGET_MS, BATCH_CONCURRENCY, consumeDeliveries } from "../../src
 import type { DeliveryRef } from "../../src/processing/messages";
 import { defineHandlers, type Handler } from "../../src/processing/handlers";
 import { deliveryRow } from "../helpers/db";
-import { faultyD1, faultyNamespace, rebindObject } from "../helpers/faults";
+import { faultyD1, faultyNamespace, faultyQueue, rebindObject } from "../helpers/faults";
 import { consume, countRows, createEffectTables, expireLease, gate, leaseFor, storeDelivery } from "../helpers/processing";
 
 beforeAll(async () => {
@@ -29,9 +29,13 @@ const counting: Handler = (_event, ctx) => {
 const runsOf = (id: string) => countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", id);
 const keyedOf = (id: string) => countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ?", id);
 
+/**
+ * What a lease object stored: its alarm (on the hot path the lease's end, and all it writes) and
+ * the key that only its rare paths write (src/processing/lease.ts).
+ */
 async function leaseState(ref: { source: string; id: string }) {
   return runInDurableObject(leaseFor(env, ref), async (_instance, ctx) => ({
-    state: await ctx.storage.get<{ heldUntilMs: number | null; abandoned: boolean }>("lease"),
+    state: await ctx.storage.get<{ token: number; state: "held" | "released" | "abandoned" }>("lease"),
     alarm: await ctx.storage.getAlarm(),
   }));
 }
@@ -58,7 +62,7 @@ describe("a slow handler", () => {
     await started.promise;
     // The fast ones are done (committed, leases settled) while the slow one still runs.
     await expect.poll(() => countRows("SELECT COUNT(*) AS n FROM deliveries WHERE source = 'slowbatch' AND status = 'done'"), { timeout: 5_000 }).toBe(12);
-    expect((await deliveryRow(slow.source, slow.id))!.status).toBe("processing");
+    expect((await deliveryRow(slow.source, slow.id))!.status).toBe("received"); // held by its lease, not yet recorded
     for (const ref of fast) expect((await leaseState(ref)).state).toBeUndefined();
     release.open();
     const { outcomes, result } = await run;
@@ -85,13 +89,13 @@ describe("a slow handler", () => {
     });
     const first = consume([ref], handlers, { LEASE_SECONDS: "3" });
     await started.promise;
-    const claimedUntil = (await leaseState(ref)).state!.heldUntilMs!;
+    const claimedUntil = (await leaseState(ref)).alarm!;
     // Wait past the end of the lease as first granted; renewals must have moved it on.
-    await expect.poll(async () => (await leaseState(ref)).state!.heldUntilMs! > claimedUntil + 2_000, { timeout: 8_000, interval: 250 }).toBe(true);
+    await expect.poll(async () => (await leaseState(ref)).alarm! > claimedUntil + 2_000, { timeout: 8_000, interval: 250 }).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, claimedUntil + 500 - Date.now())));
     // The alarm of the first lease fires now: the lease is alive, so it neither abandons nor requeues it.
     expect(await expireLease(leaseFor(env, ref), 0)).toBe(true);
-    expect((await leaseState(ref)).state).toMatchObject({ abandoned: false });
+    expect((await leaseState(ref)).state).toBeUndefined(); // an abandoned lease would be stored as such
     // Another consumer invocation (production runs several at once) gets the same delivery: busy.
     const second = await consume([ref], handlers, { LEASE_SECONDS: "3" });
     expect(second.outcomes[0]!.reason).toBe("busy");
@@ -203,7 +207,7 @@ describe("infrastructure failures", () => {
     expect(await runsOf(ref.id)).toBe(1);
   });
 
-  it("fail no delivery when D1 fails after the handler ran, on its last attempt", async () => {
+  it("fail no delivery when D1 fails after the handler ran, on its last attempt: the run that met the error is not counted", async () => {
     const ref = { source: "brownout", id: "commit-fails-last" };
     await storeDelivery(ref);
     await env.DB.prepare("UPDATE deliveries SET attempts = 4, error = 'earlier failure' WHERE id = ?").bind(ref.id).run();
@@ -214,7 +218,7 @@ describe("infrastructure failures", () => {
     expect(failed.outcomes[0]).toMatchObject({ action: "retry", reason: "infrastructure" });
     const again = await consume([ref], handlers);
     expect(again.outcomes[0]!.reason).toBe("done");
-    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 6 });
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 5 });
     expect(await keyedOf(ref.id)).toBe(1);
   });
 
@@ -248,15 +252,15 @@ describe("infrastructure failures", () => {
     expect(await runsOf(ref.id)).toBe(1);
   });
 
-  it("keep the lease while D1 is slow to take the mark: renewed from the claim, not only while the handler runs", async () => {
+  it("keep the lease while D1 is slow to answer the claim: renewed from the claim, not only while the handler runs", async () => {
     const ref = { source: "slowd1", id: "slow-mark" };
     await storeDelivery(ref);
     await rebindObject(leaseFor(env, ref), { LEASE_SECONDS: "3" });
-    const slowMark = faultyD1(env.DB, (call) => (call.sql.some((sql) => sql.includes("SET status = CASE")) ? "hang" : undefined));
+    const slowMark = faultyD1(env.DB, (call) => (call.sql.some((sql) => sql.includes("SELECT status, attempts")) ? "hang" : undefined));
     const run = consume([ref], defineHandlers({ slowd1: { "*": counting } }), { DB: slowMark.db, LEASE_SECONDS: "3" });
     await expect.poll(() => slowMark.faulted.length).toBe(1);
-    const claimedUntil = (await leaseState(ref)).state!.heldUntilMs!;
-    await expect.poll(async () => (await leaseState(ref)).state!.heldUntilMs! > claimedUntil + 1_500, { timeout: 8_000, interval: 250 }).toBe(true);
+    const claimedUntil = (await leaseState(ref)).alarm!;
+    await expect.poll(async () => (await leaseState(ref)).alarm! > claimedUntil + 1_500, { timeout: 8_000, interval: 250 }).toBe(true);
     slowMark.release();
     expect((await run).outcomes[0]!.reason).toBe("done");
     expect(await runsOf(ref.id)).toBe(1);
@@ -300,13 +304,18 @@ describe("infrastructure failures", () => {
     for (const ref of refs) expect(await keyedOf(ref.id)).toBe(1);
   });
 
-  it("count one attempt when the processing mark landed but D1 reported an error", async () => {
-    const ref = { source: "lostack", id: "mark-landed" };
-    await storeDelivery(ref);
+  it("count one attempt when a takeover's mark landed but D1 reported an error", async () => {
     // Two deliveries, so that both the lone and the shared path of the marks are taken; the
-    // first mark batch lands and reports an error.
+    // first mark batch lands and reports an error. Each is a takeover: a first worker claimed it
+    // and vanished without a result, and its lease ran out.
+    const ref = { source: "lostack", id: "mark-landed" };
     const other = { source: "lostack", id: "mark-landed-other" };
-    await storeDelivery(other);
+    for (const delivery of [ref, other]) {
+      await storeDelivery(delivery);
+      expect(await leaseFor(env, delivery).claim(delivery)).toMatchObject({ kind: "granted" });
+      await rebindObject(leaseFor(env, delivery), { DELIVERIES: faultyQueue(null).queue });
+      expect(await expireLease(leaseFor(env, delivery))).toBe(true);
+    }
     let lost = 0;
     const lostAck = faultyD1(env.DB, (call) =>
       call.method === "batch" && call.sql.some((sql) => sql.includes("SET status = CASE")) && lost++ === 0 ? "commit-then-throw" : undefined,
@@ -314,8 +323,9 @@ describe("infrastructure failures", () => {
     const { outcomes } = await consume([ref, other], defineHandlers({ lostack: { "*": counting } }), { DB: lostAck.db });
     expect(lostAck.faulted.length).toBeGreaterThan(0);
     expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done", "done"]);
-    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 });
-    expect(await deliveryRow(other.source, other.id)).toMatchObject({ status: "done", attempts: 1 });
+    // The vanished run and the one that finished: the mark that landed twice counted once.
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 2 });
+    expect(await deliveryRow(other.source, other.id)).toMatchObject({ status: "done", attempts: 2 });
   });
 });
 

@@ -5,7 +5,6 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { resetForReplay } from "../../src/store/admin";
-import { markDone } from "../../src/store/lifecycle";
 import { insertDelivery } from "../../src/store/record";
 import { applyRetention, RETENTION_SQL, takeStranded } from "../../src/store/sweep";
 import { deliveryRow } from "../helpers/db";
@@ -28,9 +27,10 @@ async function seed(source: string, id: string, status: Status, receivedAtMs = O
   await env.DB.prepare("UPDATE deliveries SET status = ?3 WHERE source = ?1 AND id = ?2").bind(source, id, status).run();
 }
 
+/** `count` deliveries in `status`, received one millisecond apart from `receivedAtMs` on. */
 async function seedMany(source: string, count: number, status: Status, receivedAtMs = OLD): Promise<void> {
   const inserts = Array.from({ length: count }, (_, index) =>
-    insertDelivery(env.DB, { source, id: `${source}-${index}`, eventType: "test.event", body: new Uint8Array([123, 125]), receivedAtMs }),
+    insertDelivery(env.DB, { source, id: `${source}-${index}`, eventType: "test.event", body: new Uint8Array([123, 125]), receivedAtMs: receivedAtMs + index }),
   );
   await env.DB.batch([...inserts, env.DB.prepare("UPDATE deliveries SET status = ?2 WHERE source = ?1").bind(source, status)]);
 }
@@ -51,9 +51,10 @@ async function planOf(sql: string, ...params: unknown[]): Promise<string[]> {
   return results.map((row) => row.detail);
 }
 
-// Retention and the sweeper work across sources, so each test starts from an empty table.
+// Retention and the sweeper work across sources, so each test starts from an empty table, and
+// body pruning from its first row (its watermark is in inbox_marks).
 beforeEach(async () => {
-  await env.DB.prepare("DELETE FROM deliveries").run();
+  await env.DB.batch([env.DB.prepare("DELETE FROM deliveries"), env.DB.prepare("DELETE FROM inbox_marks")]);
 });
 
 describe("applyRetention", () => {
@@ -76,7 +77,9 @@ describe("applyRetention", () => {
   });
 
   it("clears the bodies of done rows only: failed, received and processing rows keep theirs", async () => {
-    for (const status of ["received", "processing", "done", "failed"] as const) await seed("bodies", status, status);
+    // The done one first: pruning stops short of the oldest unfinished delivery (see below).
+    await seed("bodies", "done", "done", OLD - 1_000);
+    for (const status of ["received", "processing", "failed"] as const) await seed("bodies", status, status);
     await seed("bodies", "recent-done", "done", NOW - DAY);
     expect(await applyRetention(env.DB, NEVER, CLEAR_BEFORE, 100)).toEqual({ deleted: 0, bodiesCleared: 1 });
     expect((await deliveryRow("bodies", "done"))?.body).toBeNull();
@@ -116,30 +119,42 @@ describe("applyRetention", () => {
 });
 
 describe("the retention statements' cost", () => {
-  it("find their rows through an index, never by scanning deliveries", async () => {
-    const deletePlan = await planOf(RETENTION_SQL.deleteSettled, "2026-11-01T00:00:00.000Z", 1_000);
-    const clearPlan = await planOf(RETENTION_SQL.clearBodies, "2026-11-24T00:00:00.000Z", 1_000);
-    for (const plan of [deletePlan, clearPlan]) expect(plan.filter((line) => line.startsWith("SCAN"))).toEqual([]);
-    expect(deletePlan).toContain("SEARCH deliveries USING COVERING INDEX deliveries_by_status_age (status=? AND received_at<?)");
-    expect(clearPlan).toContain("SEARCH deliveries USING INDEX deliveries_done_with_body (received_at<?)");
+  it("find their rows through the age index, never by scanning deliveries", async () => {
+    const plans = await Promise.all(
+      [RETENTION_SQL.deleteSettled, RETENTION_SQL.clearBodies, RETENTION_SQL.advancePruning].map((sql) => planOf(sql, "2026-11-24T00:00:00.000Z", 1_000)),
+    );
+    for (const plan of plans) expect(plan.filter((line) => line.startsWith("SCAN deliveries"))).toEqual([]);
+    expect(plans[0]).toContain("SEARCH deliveries USING INDEX deliveries_by_age (received_at<?)");
+    expect(plans[1]).toContain("SEARCH deliveries USING INDEX deliveries_by_age (received_at>? AND received_at<?)");
   });
 
-  it("read none of the bodies pruned before on the next run", async () => {
-    const clearBodies = () => env.DB.prepare(RETENTION_SQL.clearBodies).bind(new Date(CLEAR_BEFORE).toISOString(), 1_000).run();
-    // What a run reads when there is nothing to prune at all (the statement's fixed cost).
-    await clearBodies();
-    const idle = (await clearBodies()).meta.rows_read;
+  it("read none of the bodies pruned before on the next run: pruning goes on from its watermark", async () => {
+    const prune = () => applyRetention(env.DB, NEVER, CLEAR_BEFORE, 1_000);
+    const rowsRead = async () => {
+      const [cleared] = await env.DB.batch([
+        env.DB.prepare(RETENTION_SQL.clearBodies).bind(new Date(CLEAR_BEFORE).toISOString(), 1_000),
+        env.DB.prepare(RETENTION_SQL.advancePruning).bind(new Date(CLEAR_BEFORE).toISOString(), 1_000),
+      ]);
+      return cleared!.meta.rows_read;
+    };
+    // What a run reads when there is nothing to prune (the statement's fixed cost, the watermark included).
+    await seedMany("pruned-first", 1, "done", NOW - 11 * DAY);
+    expect((await prune()).bodiesCleared).toBe(1);
+    const idle = await rowsRead();
     await seedMany("pruned-once", 40, "done", NOW - 10 * DAY);
-    expect((await clearBodies()).meta.changes).toBe(40);
-    expect((await clearBodies()).meta.rows_read).toBe(idle);
+    expect((await prune()).bodiesCleared).toBe(40);
+    expect(await rowsRead()).toBe(idle);
+    // Newer rows past the watermark are still found, once they are old enough.
+    await seedMany("pruned-later", 5, "done", NOW - 9 * DAY);
+    expect((await prune()).bodiesCleared).toBe(5);
+    expect(await bodiesLeft("pruned-later")).toBe(0);
   });
 
-  it("read none of the unfinished rows that the delete keeps", async () => {
+  it("read only the rows older than the cutoff when deleting", async () => {
     const deleteSettled = () => env.DB.prepare(RETENTION_SQL.deleteSettled).bind(new Date(DELETE_BEFORE).toISOString(), 1_000).run();
     await deleteSettled();
     const idle = (await deleteSettled()).meta.rows_read;
-    await seedMany("kept-unfinished", 20, "received");
-    await seedMany("kept-processing", 20, "processing");
+    await seedMany("recent-settled", 30, "done", NOW - DAY);
     const run = await deleteSettled();
     expect(run.meta.changes).toBe(0);
     expect(run.meta.rows_read).toBe(idle);
@@ -160,31 +175,16 @@ describe("takeStranded", () => {
   });
 });
 
-// Last in the file: it drops the partial index for a moment (each test file has its own D1).
-describe("the partial index's write cost", () => {
-  /** rows_written of one delivery's done transition and of clearing its body. */
-  async function writesOf(id: string, clearBodiesSql: string): Promise<{ done: number; clear: number }> {
-    const ref = { source: "write-cost", id };
-    await insertDelivery(env.DB, { ...ref, eventType: "test.event", body: new Uint8Array([123, 125]), receivedAtMs: OLD }).run();
-    await env.DB.prepare("UPDATE deliveries SET status = 'processing', lease_token = 7 WHERE source = ?1 AND id = ?2").bind(ref.source, ref.id).run();
-    const done = await markDone(env.DB, ref, 7, true, NOW).run();
-    const clear = await env.DB.prepare(clearBodiesSql).bind(new Date(NOW).toISOString(), 1_000).run();
-    expect(clear.meta.changes).toBe(1);
-    return { done: done.meta.rows_written, clear: clear.meta.rows_written };
-  }
-
-  it("is one row written more when a delivery becomes done, and nothing more to clear its body", async () => {
-    const withIndex = await writesOf("with-index", RETENTION_SQL.clearBodies);
-    const migration = env.TEST_MIGRATIONS.find((candidate) => candidate.name.startsWith("0005_"))!;
-    const createIndex = migration.queries.find((query) => query.includes("deliveries_done_with_body"))!;
-    await env.DB.prepare("DROP INDEX deliveries_done_with_body").run();
-    try {
-      // The statement as it was before the index (without INDEXED BY, which needs it).
-      const withoutIndex = await writesOf("without-index", RETENTION_SQL.clearBodies.replace(" INDEXED BY deliveries_done_with_body", ""));
-      expect(withIndex.done - withoutIndex.done).toBe(1);
-      expect(withIndex.clear - withoutIndex.clear).toBe(0);
-    } finally {
-      await env.DB.prepare(createIndex).run();
-    }
+describe("body pruning's watermark", () => {
+  it("stops short of an unfinished delivery, and prunes it and what follows once it is done", async () => {
+    await seedMany("before", 3, "done", NOW - 12 * DAY);
+    await seed("stuck", "waiting", "received", NOW - 11 * DAY);
+    await seedMany("after", 3, "done", NOW - 10 * DAY);
+    expect((await applyRetention(env.DB, NEVER, CLEAR_BEFORE, 100)).bodiesCleared).toBe(3);
+    expect(await bodiesLeft("after")).toBe(3);
+    await env.DB.prepare("UPDATE deliveries SET status = 'done' WHERE source = 'stuck'").run();
+    expect((await applyRetention(env.DB, NEVER, CLEAR_BEFORE, 100)).bodiesCleared).toBe(4);
+    expect(await bodiesLeft("stuck")).toBe(0);
+    expect(await bodiesLeft("after")).toBe(0);
   });
 });

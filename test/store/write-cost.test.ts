@@ -1,0 +1,39 @@
+/**
+ * What one delivery's hot path writes to D1, in rows as D1 bills them (`meta.rows_written`: a row
+ * for the table and one for each index entry a statement inserts; removing one is free). The
+ * budget is migrations/0006's: 3 rows to store it, none to claim it, 1 to mark it done.
+ */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { claimedDelivery, markDone, markRetrying, markTakeover, readClaim } from "../../src/store/lifecycle";
+import { insertDelivery } from "../../src/store/record";
+
+const NOW = Date.parse("2026-12-02T00:00:00.000Z");
+const body = new TextEncoder().encode('{"type":"payment.succeeded"}');
+
+describe("rows written per delivery", () => {
+  it("is 4 on the hot path: 3 to store it, 0 to claim it, 1 to mark it done", async () => {
+    const ref = { source: "cost", id: "hot-path" };
+    const insert = await insertDelivery(env.DB, { ...ref, eventType: "payment.succeeded", body, receivedAtMs: NOW }).run();
+    const claim = await readClaim(env.DB, ref, NOW + 1).run();
+    expect(claimedDelivery(claim)).toMatchObject({ kind: "run", attempt: 1 });
+    const done = await markDone(env.DB, ref, NOW + 1, true, NOW).run();
+    expect(done.meta.changes).toBe(1);
+    expect([insert.meta.rows_written, claim.meta.rows_written, done.meta.rows_written]).toEqual([3, 0, 1]);
+  });
+
+  it("adds one row for a source that deduplicates on content (its digest's unique index)", async () => {
+    const insert = await insertDelivery(env.DB, { source: "cost", id: "digest", eventType: null, body, receivedAtMs: NOW, contentDigest: new Uint8Array(32).fill(7) }).run();
+    expect(insert.meta.rows_written).toBe(4);
+  });
+
+  it("pays on the rare paths only: a takeover rewrites the row and its entry in deliveries_pending", async () => {
+    const ref = { source: "cost", id: "rare-paths" };
+    await insertDelivery(env.DB, { ...ref, eventType: null, body, receivedAtMs: NOW }).run();
+    const retry = await markRetrying(env.DB, ref, NOW + 1, "boom", NOW);
+    expect(retry).toBe(true);
+    const takeover = await markTakeover(env.DB, ref, NOW + 2, NOW + 1, 5, NOW).run();
+    expect(claimedDelivery(takeover)).toMatchObject({ kind: "run" });
+    expect(takeover.meta.rows_written).toBe(2);
+  });
+});
