@@ -175,7 +175,8 @@ it("meters one delivery's billable operations", { timeout: 120_000 }, async () =
     await waitOnExecutionContext(ctx);
   }
   // The example handler's shape: one keyed INSERT per delivery, committed with the done mark.
-  await env.DB.exec("CREATE TABLE IF NOT EXISTS meter_effects (delivery_id TEXT PRIMARY KEY, amount INTEGER)");
+  // Keyed like the example's `payments` table (migrations/0007: WITHOUT ROWID, one row per effect).
+  await env.DB.exec("CREATE TABLE IF NOT EXISTS meter_effects (delivery_id TEXT NOT NULL PRIMARY KEY, amount INTEGER) WITHOUT ROWID");
   const handlers = defineHandlers({
     ...HANDLERS,
     standard: {

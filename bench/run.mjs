@@ -303,7 +303,16 @@ function costPerMillion(meter) {
   };
   const price = { workerRequests: 0.3, d1RowsRead: 0.001, d1RowsWritten: 1, durableObjectRequests: 0.15, durableObjectRowsWritten: 1, queueOperations: 0.4 };
   const dollars = Object.fromEntries(Object.entries(usage).map(([key, perOne]) => [key, round(perOne * price[key])]));
-  return { perDelivery: Object.fromEntries(Object.entries(usage).map(([key, value]) => [key, round(value)])), dollarsPerMillionDeliveries: dollars, total: round(Object.values(dollars).reduce((a, b) => a + b, 0)) };
+  const total = round(Object.values(dollars).reduce((a, b) => a + b, 0));
+  // The handler's own effect is the user's cost, not the inbox's: both totals are shown.
+  const effect = round((meter.total.effectRowsWritten / meter.deliveries) * price.d1RowsWritten);
+  return {
+    perDelivery: Object.fromEntries(Object.entries(usage).map(([key, value]) => [key, round(value)])),
+    dollarsPerMillionDeliveries: dollars,
+    total,
+    inboxAlone: round(total - effect),
+    handlerEffect: effect,
+  };
 }
 
 /** Measures one configuration: its environment is set for the runtimes started meanwhile. */
@@ -380,7 +389,9 @@ console.table(
     Object.keys(cost.perDelivery).map((key) => [key, { "per delivery": cost.perDelivery[key], "$ per million deliveries": cost.dollarsPerMillionDeliveries[key] }]),
   ),
 );
-console.log(`total ≈ $${cost.total} per million deliveries (free allowances, CPU time and Durable Object duration not included)`);
+console.log(
+  `total ≈ $${cost.total} per million deliveries with the example handler's effect (one keyed row: $${cost.handlerEffect}); the inbox alone ≈ $${cost.inboxAlone} (free allowances, CPU time and Durable Object duration not included)`,
+);
 console.log("written: bench/results.json");
 
 // A failed request is not throughput: a run with any is reported as failed, whatever its ratios.
