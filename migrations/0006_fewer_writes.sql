@@ -37,7 +37,10 @@ CREATE TABLE deliveries_new (
 ) WITHOUT ROWID;
 
 INSERT INTO deliveries_new (source, id, event_type, status, attempts, error, handled, body, received_at, updated_at, lease_token, commit_token, content_digest)
-SELECT source, id, event_type, status, attempts, error, handled, body, received_at, updated_at, lease_token, commit_token, content_digest FROM deliveries;
+SELECT source, id, event_type, status,
+       -- A run in progress was counted when it started; from now on runs count when they end.
+       CASE WHEN status = 'processing' THEN max(0, attempts - 1) ELSE attempts END,
+       error, handled, body, received_at, updated_at, lease_token, commit_token, content_digest FROM deliveries;
 
 -- Drops the old table's indexes and its fence trigger with it.
 DROP TABLE deliveries;

@@ -11,8 +11,9 @@
  * - `release` (a retry is due, or processing hit an infrastructure error) and `settle` (done or
  *   failed) are refused for a stale token, so a worker whose lease ran out cannot overwrite the
  *   work of the worker that took over. The same token fences the handler's D1 commit
- *   (migrations/0006: `deliveries_lease_fence`), which is the last word: whatever this object
- *   says, a worker whose token is not the delivery's current one commits nothing.
+ *   (migrations/0006: `deliveries_lease_fence`), which is the last word: once a takeover is
+ *   recorded there (before its handler runs), the worker it took over from commits nothing;
+ *   until then the first result to land wins, and any later one is refused.
  * - Attempts are not counted here: D1 counts a run when it ends, or when a takeover finds it
  *   vanished (store/lifecycle.ts `markTakeover`, told the vanished holder's token), so a claim
  *   whose processing met an infrastructure error (D1 or this object browning out) uses up nothing.
@@ -220,7 +221,8 @@ export class DeliveryLease extends DurableObject<Env> {
     // will find it busy again.
     const heldUntilMs = Date.now() + loadConfig(this.env).leaseSeconds * 1000;
     // One write, the alarm; the stored key is rewritten only if it says "abandoned".
-    const stored = this.#stored !== null && this.#stored.state !== "held" ? { ...this.#stored, token, state: "held" as const } : undefined;
+    // A floor gives way to the holder's own token (it is no longer unknown).
+    const stored = this.#stored !== null && (this.#stored.state !== "held" || this.#stored.floor) ? { token, state: "held" as const, ...this.#refToStore() } : undefined;
     await this.#write({ token, heldUntilMs, abandoned: false }, stored, heldUntilMs);
     return true;
   }

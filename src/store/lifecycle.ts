@@ -14,8 +14,9 @@
  * only caller: one owner for a delivery's state.
  *
  * `attempts` counts runs that ended: with a result (done, retried, failed: +1 with it), or vanished
- * (+1 by the takeover that found them gone). A run cut short by the consumer's own time limit
- * counts nothing, and so does a claim that met an infrastructure error before any result.
+ * after D1 saw them start (+1 by the takeover that found them gone, see `markTakeover`). A run cut
+ * short by the consumer's own time limit counts nothing, and neither does a claim that met an
+ * infrastructure error before any result.
  */
 import type { DeliveryRef } from "../processing/messages";
 import { isoTime } from "./clock";
@@ -25,7 +26,7 @@ import { bodyColumns, bodyFromRow } from "./columns";
 export type Claimed =
   /** The handler may run: this is its `attempt`-th run. */
   | { readonly kind: "run"; readonly attempt: number; readonly delivery: ClaimedDelivery }
-  /** The handler started MAX_ATTEMPTS times without a result: set aside as failed. */
+  /** MAX_ATTEMPTS recorded runs ended without a result or failed: set aside as failed (a crash loop). */
   | { readonly kind: "gave_up"; readonly attempts: number; readonly error: string }
   /** Not claimable: already done or failed, deleted, or a newer claim got there first. */
   | { readonly kind: "gone" };
@@ -65,31 +66,34 @@ export function readClaim(db: D1Database, ref: DeliveryRef, token: number): D1Pr
 }
 
 /**
- * The claim of a takeover: the previous holder's lease (token `previousToken`) ran out without a
- * word (it crashed or stalled). Recorded before the handler runs, in one statement: `processing`
- * under `token`, which fences the vanished worker's late result. When that run recorded no result
- * (D1 knows no claim as new as it, or it was itself a recorded takeover still `processing`), it
- * vanished: it is counted, and when it was the MAX_ATTEMPTS-th run the delivery is set `failed`
- * instead of running again (a crash loop). When it did record one (its lease object could not be
- * released or settled afterwards), nothing is counted. `previousToken` 0: not known (the lease
- * object lost it), nothing counted.
+ * The claim of a takeover: the previous holder's lease (token `previousToken`, 0 when the lease
+ * object lost it in an eviction) ran out without a word (it crashed or stalled). Recorded before
+ * the handler runs, in one statement: `processing` under `token`, which fences the vanished
+ * worker's late result.
+ *
+ * The vanished run is counted only when D1 saw it start: it was itself a recorded takeover, still
+ * `processing` under `previousToken` (or under any token, when that is not known). A run D1 never
+ * saw may have died before its handler (a lost claim reply, an isolate gone between claim and
+ * read), so it counts nothing: an infrastructure failure never uses up an attempt, at the price
+ * of one uncounted run in a crash loop, whose later runs are all recorded takeovers. When the
+ * counted run was the MAX_ATTEMPTS-th, the delivery is set `failed` instead of running again.
  *
  * Running it again with the same token (a batch that committed but reported an error is retried
- * statement by statement) returns the row again and counts nothing twice: SQLite evaluates every
- * SET expression against the row as it was.
+ * statement by statement) returns the row as the first run left it, `failed` included, and counts
+ * nothing twice: SQLite evaluates every SET expression against the row as it was.
  */
 export function markTakeover(db: D1Database, ref: DeliveryRef, token: number, previousToken: number, maxAttempts: number, nowMs: number): D1PreparedStatement {
   const again = "lease_token IS ?3";
-  const vanished = "(coalesce(lease_token, 0) < ?6 OR (lease_token = ?6 AND status = 'processing'))";
-  const gaveUp = `NOT (${again}) AND ${vanished} AND attempts + 1 >= ?5`;
+  const vanished = "status = 'processing' AND (lease_token = ?6 OR ?6 = 0)";
+  const gaveUp = `${vanished} AND attempts + 1 >= ?5`;
   return db
     .prepare(
       `UPDATE deliveries
-          SET status = CASE WHEN ${gaveUp} THEN 'failed' ELSE 'processing' END,
-              error = CASE WHEN ${gaveUp} THEN '${GAVE_UP}' || (attempts + 1) || ' attempts without a result)' ELSE error END,
+          SET status = CASE WHEN ${again} THEN status WHEN ${gaveUp} THEN 'failed' ELSE 'processing' END,
+              error = CASE WHEN ${again} THEN error WHEN ${gaveUp} THEN '${GAVE_UP}' || (attempts + 1) || ' attempts without a result)' ELSE error END,
               attempts = CASE WHEN ${again} THEN attempts WHEN ${vanished} THEN attempts + 1 ELSE attempts END,
               lease_token = ?3, updated_at = ?4
-        WHERE source = ?1 AND id = ?2 AND ${RESULT_FENCE}
+        WHERE source = ?1 AND id = ?2 AND ((${RESULT_FENCE}) OR (lease_token = ?3 AND status = 'failed'))
         RETURNING status, attempts, error, event_type, ${bodyColumns("body", "status = 'processing'")}`,
     )
     .bind(ref.source, ref.id, token, isoTime(nowMs), maxAttempts, previousToken);

@@ -6,7 +6,10 @@ import type { DeliveryRef } from "../processing/messages";
 import { isoTime } from "./clock";
 
 export interface StrandedCutoffs {
-  /** `received` and never attempted, unchanged since before this: its enqueue was lost. */
+  /**
+   * `received` with no attempt, unchanged since before this: its enqueue was lost, or its first run
+   * is still at work (D1 records a run when it ends); that one's requeue meets its lease, busy.
+   */
   readonly neverAttemptedBeforeMs: number;
   /** `received` after a failed attempt (waiting for its retry) since before this. */
   readonly retryWaitingBeforeMs: number;
@@ -54,14 +57,16 @@ export const BODIES_PRUNED_THROUGH = "bodies_pruned_through";
 /**
  * The next stretch of body pruning, as an SQL expression: the `received_at` of the `?2`-th row
  * (at most) after the watermark and before the cutoff `?1`, walking the age index; NULL when no
- * row is left there. It stops short of the oldest unfinished delivery (the first entry of
- * deliveries_pending), which may still become done and must then lose its body too.
+ * row is left there. It stops short of the oldest unfinished delivery past the watermark (from
+ * deliveries_pending), which may still become done and must then lose its body too; one behind the
+ * watermark (a failed delivery replayed after pruning passed it) holds nothing up.
  */
 const PRUNE_THROUGH = `(SELECT max(received_at) FROM (
     SELECT received_at FROM deliveries
      WHERE received_at > coalesce((SELECT value FROM inbox_marks WHERE name = '${BODIES_PRUNED_THROUGH}'), '')
        AND received_at < ?1
-       AND received_at < coalesce((SELECT MIN(received_at) FROM deliveries WHERE status IN ('received', 'processing')), ?1)
+       AND received_at < coalesce((SELECT MIN(received_at) FROM deliveries WHERE status IN ('received', 'processing')
+                                     AND received_at > coalesce((SELECT value FROM inbox_marks WHERE name = '${BODIES_PRUNED_THROUGH}'), '')), ?1)
      ORDER BY received_at LIMIT ?2))`;
 
 /**

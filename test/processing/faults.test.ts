@@ -222,6 +222,25 @@ describe("infrastructure failures", () => {
     expect(await keyedOf(ref.id)).toBe(1);
   });
 
+  it("fail no delivery whose claim reply was lost on its last attempt: the takeover after it counts no run that never started", async () => {
+    const ref = { source: "lostclaim", id: "last-attempt" };
+    await storeDelivery(ref);
+    await env.DB.prepare("UPDATE deliveries SET attempts = 4, error = 'earlier failure' WHERE id = ?").bind(ref.id).run();
+    // The lease object grants the claim, and its answer is lost: the consumer retries, and the
+    // lease it was granted is orphaned until its alarm.
+    const lostReply = faultyNamespace(env.DELIVERY_LEASE, (call) => (call.method === "claim" ? "commit-then-throw" : undefined));
+    const handlers = defineHandlers({ lostclaim: { "*": counting } });
+    expect((await consume([ref], handlers, { DELIVERY_LEASE: lostReply.namespace })).outcomes[0]).toMatchObject({ action: "retry", reason: "infrastructure" });
+    expect(lostReply.faulted).toHaveLength(1);
+    expect((await consume([ref], handlers)).outcomes[0]!.reason).toBe("busy");
+    await rebindObject(leaseFor(env, ref), { DELIVERIES: faultyQueue(null).queue });
+    expect(await expireLease(leaseFor(env, ref))).toBe(true);
+    // The takeover: the orphaned claim never reached D1, so it is no vanished run; the last attempt runs.
+    expect((await consume([ref], handlers)).outcomes[0]!.reason).toBe("done");
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 5 });
+    expect(await runsOf(ref.id)).toBe(1);
+  });
+
   it("fail no delivery when the lease object browns out: nothing recorded, the retry carries it through", async () => {
     const ref = { source: "leasedown", id: "claim-fails" };
     await storeDelivery(ref);
@@ -323,9 +342,10 @@ describe("infrastructure failures", () => {
     const { outcomes } = await consume([ref, other], defineHandlers({ lostack: { "*": counting } }), { DB: lostAck.db });
     expect(lostAck.faulted.length).toBeGreaterThan(0);
     expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done", "done"]);
-    // The vanished run and the one that finished: the mark that landed twice counted once.
-    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 2 });
-    expect(await deliveryRow(other.source, other.id)).toMatchObject({ status: "done", attempts: 2 });
+    // The mark that landed and ran again counted nothing (the vanished run was never recorded),
+    // and the run that finished counted once.
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 });
+    expect(await deliveryRow(other.source, other.id)).toMatchObject({ status: "done", attempts: 1 });
   });
 });
 
@@ -364,7 +384,7 @@ describe("a crash between a handler's external call and its commit", () => {
     expect(await countRows("SELECT COUNT(*) AS n FROM downstream_calls WHERE delivery_id = ?", ref.id)).toBe(1);
     expect(await keyedOf(ref.id)).toBe(1);
     expect(await runsOf(ref.id)).toBe(1); // only the committed run's effects exist
-    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 2 });
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 }); // the crashed run was never recorded: not counted
   });
 });
 

@@ -176,6 +176,16 @@ describe("takeStranded", () => {
 });
 
 describe("body pruning's watermark", () => {
+  it("is not held up by a failed delivery replayed after the watermark passed it", async () => {
+    await seed("replayed-old", "failed-then-replayed", "failed", NOW - 12 * DAY);
+    await seedMany("early", 2, "done", NOW - 11 * DAY);
+    expect((await applyRetention(env.DB, NEVER, CLEAR_BEFORE, 100)).bodiesCleared).toBe(2);
+    await env.DB.prepare("UPDATE deliveries SET status = 'received' WHERE source = 'replayed-old'").run();
+    await seedMany("later", 3, "done", NOW - 10 * DAY);
+    expect((await applyRetention(env.DB, NEVER, CLEAR_BEFORE, 100)).bodiesCleared).toBe(3);
+    expect(await bodiesLeft("replayed-old")).toBe(1);
+  });
+
   it("stops short of an unfinished delivery, and prunes it and what follows once it is done", async () => {
     await seedMany("before", 3, "done", NOW - 12 * DAY);
     await seed("stuck", "waiting", "received", NOW - 11 * DAY);
