@@ -163,6 +163,8 @@ export class DeliveryLease extends DurableObject<Env> {
   #lastToken = 0;
   /** The delivery as the last claim named it, for an object whose `ctx.id.name` is unset. */
   #claimedRef: DeliveryRef | null = null;
+  /** The delivery the object's name stands for (null: no usable name); an instance's name never changes. */
+  readonly #namedRef: DeliveryRef | null = refFromName(this.ctx.id.name);
   /** Calls run one after another: a claim decides from state that no other call may change meanwhile. */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -198,7 +200,7 @@ export class DeliveryLease extends DurableObject<Env> {
     // The hot path writes the alarm alone. A takeover leaves the older holder possibly at work,
     // and a stored key must never say "released" or "abandoned" while a holder works: then the
     // new token is stored, so that a fresh instance can still refuse the older one.
-    const store = takeover || this.#stored !== null || refFromName(this.ctx.id.name) === null;
+    const store = takeover || this.#stored !== null || this.#namedRef === null;
     await this.#write(held, store ? { token, state: "held", ...this.#refToStore() } : undefined, held.heldUntilMs!);
     return { kind: "granted", token, takeover, previousToken: takeover ? (lease.token ?? 0) : 0 };
   }
@@ -382,12 +384,12 @@ export class DeliveryLease extends DurableObject<Env> {
 
   /** The delivery: the object's name, else what a claim stored or said. */
   #deliveryRef(): DeliveryRef | null {
-    return refFromName(this.ctx.id.name) ?? this.#stored?.ref ?? this.#claimedRef;
+    return this.#namedRef ?? this.#stored?.ref ?? this.#claimedRef;
   }
 
   /** The delivery, for a stored key, when the object's name does not carry it. */
   #refToStore(): { ref?: DeliveryRef } {
-    if (refFromName(this.ctx.id.name)) return {};
+    if (this.#namedRef) return {};
     const ref = this.#stored?.ref ?? this.#claimedRef;
     return ref ? { ref } : {};
   }

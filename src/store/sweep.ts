@@ -54,6 +54,9 @@ export interface RetentionResult {
 /** The `inbox_marks` row that holds how far body pruning has come (a `received_at`). */
 export const BODIES_PRUNED_THROUGH = "bodies_pruned_through";
 
+/** Where body pruning stopped last, as an SQL expression ('' before its first run). */
+const WATERMARK = `coalesce((SELECT value FROM inbox_marks WHERE name = '${BODIES_PRUNED_THROUGH}'), '')`;
+
 /**
  * The next stretch of body pruning, as an SQL expression: the `received_at` of the `?2`-th row
  * (at most) after the watermark and before the cutoff `?1`, walking the age index; NULL when no
@@ -63,10 +66,10 @@ export const BODIES_PRUNED_THROUGH = "bodies_pruned_through";
  */
 const PRUNE_THROUGH = `(SELECT max(received_at) FROM (
     SELECT received_at FROM deliveries
-     WHERE received_at > coalesce((SELECT value FROM inbox_marks WHERE name = '${BODIES_PRUNED_THROUGH}'), '')
+     WHERE received_at > ${WATERMARK}
        AND received_at < ?1
        AND received_at < coalesce((SELECT MIN(received_at) FROM deliveries WHERE status IN ('received', 'processing')
-                                     AND received_at > coalesce((SELECT value FROM inbox_marks WHERE name = '${BODIES_PRUNED_THROUGH}'), '')), ?1)
+                                     AND received_at > ${WATERMARK}), ?1)
      ORDER BY received_at LIMIT ?2))`;
 
 /**
@@ -92,7 +95,7 @@ export const RETENTION_SQL = {
    * passed keeps its body until retention deletes the row.
    */
   clearBodies: `UPDATE deliveries SET body = NULL
-    WHERE received_at > coalesce((SELECT value FROM inbox_marks WHERE name = '${BODIES_PRUNED_THROUGH}'), '')
+    WHERE received_at > ${WATERMARK}
       AND received_at <= ${PRUNE_THROUGH}
       AND status = 'done' AND body IS NOT NULL`,
   /** Moves the watermark to where `clearBodies` stopped; nothing when it found no row. */

@@ -218,6 +218,13 @@ describe("DeliveryLease", () => {
   });
 });
 
+/** A worker holding `stale`, a token that is no longer the lease, can neither renew, release nor settle it. */
+async function expectRefused(lease: DurableObjectStub<DeliveryLease>, stale: number): Promise<void> {
+  expect(await lease.renew(stale)).toBe(false);
+  expect(await lease.release(stale, Date.now())).toBe(false);
+  expect(await lease.settle(stale)).toBe(false);
+}
+
 describe("DeliveryLease after an eviction (its memory lost, its storage and alarm kept)", () => {
   it("answers busy while the lost lease's alarm is ahead; the alarm requeues the delivery named by the object, and the next claim takes over", async () => {
     const ref = { source: "lease", id: "evicted-holder" };
@@ -243,9 +250,7 @@ describe("DeliveryLease after an eviction (its memory lost, its storage and alar
     if (next.kind !== "granted") return;
     expect(next.token).toBeGreaterThan(first.token);
     // The holder of the lost token is refused now.
-    expect(await lease.renew(first.token)).toBe(false);
-    expect(await lease.release(first.token, Date.now())).toBe(false);
-    expect(await lease.settle(first.token)).toBe(false);
+    await expectRefused(lease, first.token);
     expect(await lease.settle(next.token)).toBe(true);
     expect(await stored(lease)).toEqual({ keys: [], alarm: null });
   });
@@ -337,9 +342,7 @@ describe("DeliveryLease after an eviction (its memory lost, its storage and alar
     if (stale.kind !== "granted" || current.kind !== "granted") throw new Error("expected grants");
     expect(current.takeover).toBe(true);
     const fresh = await evict(ref);
-    expect(await fresh.renew(stale.token)).toBe(false);
-    expect(await fresh.release(stale.token, Date.now())).toBe(false);
-    expect(await fresh.settle(stale.token)).toBe(false);
+    await expectRefused(fresh, stale.token);
     expect(await fresh.renew(current.token)).toBe(true);
     expect(await fresh.settle(current.token)).toBe(true);
     expect(await stored(fresh)).toEqual({ keys: [], alarm: null });
