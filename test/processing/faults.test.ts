@@ -222,6 +222,27 @@ describe("infrastructure failures", () => {
     expect(await keyedOf(ref.id)).toBe(1);
   });
 
+  it("dead-letter a crash loop whose gave-up mark landed but D1 reported an error", async () => {
+    const ref = { source: "lostack", id: "gave-up-landed" };
+    await storeDelivery(ref);
+    // A recorded takeover (token `held.token`) on the 5th run, whose worker vanished too.
+    const held = await leaseFor(env, ref).claim(ref);
+    if (held.kind !== "granted") throw new Error("expected a grant");
+    await env.DB.prepare("UPDATE deliveries SET status = 'processing', attempts = 4, lease_token = ?2 WHERE id = ?1").bind(ref.id, held.token).run();
+    await rebindObject(leaseFor(env, ref), { DELIVERIES: faultyQueue(null).queue });
+    expect(await expireLease(leaseFor(env, ref))).toBe(true);
+    let lost = 0;
+    const lostAck = faultyD1(env.DB, (call) => (call.sql.some((sql) => sql.includes("SET status = CASE")) && lost++ === 0 ? "commit-then-throw" : undefined));
+    const deadLetters = faultyQueue(null);
+    const { outcomes } = await consume([ref], defineHandlers({ lostack: { "*": counting } }), { DB: lostAck.db, DEAD_LETTERS: deadLetters.queue });
+    expect(lostAck.faulted).toHaveLength(1);
+    // The statement ran again and found the row as its first run left it: failed, not gone.
+    expect(outcomes[0]!.reason).toBe("exhausted");
+    expect(deadLetters.sent).toEqual([expect.objectContaining({ ...ref, error: expect.stringContaining("gave up") })]);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "failed", attempts: 5 });
+    expect(await runsOf(ref.id)).toBe(0);
+  });
+
   it("fail no delivery whose claim reply was lost on its last attempt: the takeover after it counts no run that never started", async () => {
     const ref = { source: "lostclaim", id: "last-attempt" };
     await storeDelivery(ref);

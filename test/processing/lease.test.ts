@@ -332,6 +332,23 @@ describe("DeliveryLease after an eviction (its memory lost, its storage and alar
     expect(await stored(lease)).toEqual({ keys: [], alarm: null });
   });
 
+  it("keeps the token of a holder that renewed an orphaned lease, across a second eviction", async () => {
+    const ref = { source: "lease", id: "evicted-floor-renew" };
+    const claim = await leaseFor(env, ref).claim(ref);
+    if (claim.kind !== "granted") throw new Error("expected a grant");
+    let lease = await evict(ref);
+    await rebindObject(lease, { DELIVERIES: faultyQueue(null).queue });
+    // The alarm meets a fresh instance: it stores the lease abandoned, under a floor for the tokens.
+    expect(await expireLease(lease)).toBe(true);
+    // The holder, still at work, renews: the lease is its own again, its token no longer unknown.
+    expect(await lease.renew(claim.token)).toBe(true);
+    lease = await evict(ref);
+    expect(await lease.renew(claim.token + 1)).toBe(false);
+    expect(await lease.renew(claim.token)).toBe(true);
+    expect(await lease.settle(claim.token)).toBe(true);
+    expect(await stored(lease)).toEqual({ keys: [], alarm: null });
+  });
+
   it("refuses the holder that was taken over, after an eviction too: a takeover stores the new token", async () => {
     const ref = { source: "lease", id: "evicted-takeover" };
     const lease = leaseFor(env, ref);
