@@ -42,6 +42,9 @@ const DISK_DIR = process.env.BENCH_STATE_DIR ?? tmpdir();
 const CONFIGURATIONS = [
   { name: "npm run dev", stateDir: DISK_DIR, observability: undefined, countFsyncs: true },
   { name: "tuned", stateDir: existsSync("/dev/shm") ? "/dev/shm" : DISK_DIR, observability: "false", countFsyncs: false },
+  // Ablations, only when named in BENCH_CONFIGS: which of the two settings costs what.
+  { name: "disk-collector-off", stateDir: DISK_DIR, observability: "false", countFsyncs: true, ablation: true },
+  { name: "memory-collector-on", stateDir: existsSync("/dev/shm") ? "/dev/shm" : DISK_DIR, observability: undefined, countFsyncs: false, ablation: true },
 ];
 
 /** Signed Stripe `payment_intent.succeeded` deliveries, ready for wrk. */
@@ -237,6 +240,24 @@ async function endToEnd(count, { traceFsyncs = false } = {}) {
 }
 
 /**
+ * Reads an `strace -f -y` log of fsync/fdatasync calls, prints them by kind of file (the state
+ * directory's hashed names folded into `*`), and returns their number.
+ */
+function fsyncsByFile(log) {
+  const kinds = new Map();
+  let calls = 0;
+  for (const line of readFileSync(log, "utf8").split("\n")) {
+    const match = /(fsync|fdatasync)\(\d+<([^>]*)>/.exec(line);
+    if (!match) continue;
+    calls++;
+    const kind = `${match[1]} ${match[2].replace(/^.*?\/(v3|wrangler-[^/]*)\//, "").replace(/[0-9a-f]{16,}/g, "*")}`;
+    kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+  }
+  for (const [kind, count] of [...kinds].sort((a, b) => b[1] - a[1])) console.log(`    ${String(count).padStart(6)}  ${kind}`);
+  return calls;
+}
+
+/**
  * Counts the fsync and fdatasync calls of a process and its threads with strace (Debian's
  * `strace`); `stop()` detaches and resolves the count. Null when strace is missing.
  */
@@ -248,7 +269,11 @@ async function traceFsyncsOf(pid) {
     console.warn("  (no strace: fsyncs not counted; `apt-get install -y strace` adds them)");
     return null;
   }
-  const child = spawn("strace", ["-c", "-f", "-e", "trace=fsync,fdatasync", "-p", String(pid)], { stdio: ["ignore", "ignore", "pipe"] });
+  // BENCH_FSYNC_FILES=1: a profile too, the calls by the kind of file they sync (-y names each fd).
+  const byFile = process.env.BENCH_FSYNC_FILES === "1";
+  const log = join(tmpdir(), `bench-fsyncs-${pid}.txt`);
+  const args = byFile ? ["-f", "-y", "-o", log, "-e", "trace=fsync,fdatasync", "-p", String(pid)] : ["-c", "-f", "-e", "trace=fsync,fdatasync", "-p", String(pid)];
+  const child = spawn("strace", args, { stdio: ["ignore", "ignore", "pipe"] });
   let output = "";
   child.stderr.on("data", (chunk) => (output += chunk));
   const exited = new Promise((resolve) => child.once("exit", resolve));
@@ -261,6 +286,10 @@ async function traceFsyncsOf(pid) {
       await exited;
       // The summary's last line: "100.00  <seconds>  <usecs/call>  <calls>  [errors]  total". None
       // when strace could not attach (ptrace refused): then nothing was counted, not zero.
+      if (byFile) {
+        result = fsyncsByFile(log);
+        return result;
+      }
       const total = output.split("\n").find((line) => /\btotal\s*$/.test(line));
       result = total ? Number(total.trim().split(/\s+/)[3]) : null;
       if (result === null) console.warn(`  (strace counted nothing: ${output.trim().split("\n")[0] ?? "no output"})`);
@@ -367,7 +396,7 @@ const cost = costPerMillion(meter);
 const configurations = [];
 // BENCH_CONFIGS="tuned" (names, comma-separated) measures only those.
 const chosen = process.env.BENCH_CONFIGS?.split(",").map((name) => name.trim());
-for (const configuration of CONFIGURATIONS.filter((each) => !chosen || chosen.includes(each.name))) configurations.push(await measureConfiguration(configuration));
+for (const configuration of CONFIGURATIONS.filter((each) => (chosen ? chosen.includes(each.name) : !each.ablation))) configurations.push(await measureConfiguration(configuration));
 const results = { measuredAt: new Date().toISOString(), loadGenerator: "wrk", connections: CONNECTIONS, seconds: SECONDS, configurations, operations: meter, cost };
 writeFileSync(join(ROOT, "bench", "results.json"), `${JSON.stringify(results, null, 2)}\n`);
 
