@@ -14,6 +14,7 @@ import { ensureSweepHeartbeat } from "../processing/sweeper";
 import { MisconfiguredSecretError, type SignedRequest } from "../providers/types";
 import { findSource } from "../sources";
 import { recordDeliveryGrouped } from "../store/group-commit";
+import { headersToStore } from "../store/headers";
 import { readBodyWithLimit } from "./body";
 import { ApiError } from "./errors";
 import type { AppEnv } from "./types";
@@ -66,6 +67,7 @@ receiver.all("/webhooks/:source", async (c) => {
       eventType: verification.eventType,
       body,
       contentDigest: verification.contentDigest ?? null,
+      headers: headersToStore(c.req.raw.headers, provider.credentialHeaders ?? []),
       receivedAtMs: Date.now(),
     });
   } catch (error) {

@@ -5,6 +5,7 @@
  */
 import type { InboxConfig } from "../config";
 import { sha256, toHex } from "../providers/crypto";
+import type { RunTiming } from "../store/attempt-log";
 import { markFailed, markRetrying, type ClaimedDelivery } from "../store/lifecycle";
 import { describeError, PermanentError } from "./errors";
 import { findHandler, parseEvent, type HandlerContext, type HandlerRegistry } from "./handlers";
@@ -84,6 +85,7 @@ export async function handleFailure(
   lease: DurableObjectStub<DeliveryLease>,
   token: number,
   attempt: number,
+  run?: RunTiming,
 ): Promise<Outcome> {
   const message =
     error instanceof Error && error.message.includes(STALE_VERSION)
@@ -91,19 +93,19 @@ export async function handleFailure(
       : describeError(error);
   if (error instanceof PermanentError || attempt >= config.maxAttempts) {
     const reason = error instanceof PermanentError ? message : `${message} (gave up after ${attempt} attempts)`;
-    if (!(await failDelivery(env, ref, token, reason))) return { action: "ack", reason: "lease_lost" };
+    if (!(await failDelivery(env, ref, token, reason, run))) return { action: "ack", reason: "lease_lost" };
     await lease.settle(token);
     return { action: "ack", reason: "failed" };
   }
   const delaySeconds = config.retryBaseSeconds * 2 ** (attempt - 1);
-  if (!(await markRetrying(env.DB, ref, token, message, Date.now()))) return { action: "ack", reason: "lease_lost" };
+  if (!(await markRetrying(env.DB, ref, token, message, Date.now(), run))) return { action: "ack", reason: "lease_lost" };
   await lease.release(token, Date.now() + delaySeconds * 1000);
   return { action: "retry", reason: "handler_error", delaySeconds };
 }
 
 /** Records a delivery as failed (fenced by `token`), then dead-letters it. False when the fence refused. */
-export async function failDelivery(env: Env, ref: DeliveryRef, token: number, error: string): Promise<boolean> {
-  if (!(await markFailed(env.DB, ref, token, error, Date.now()))) return false;
+export async function failDelivery(env: Env, ref: DeliveryRef, token: number, error: string, run?: RunTiming): Promise<boolean> {
+  if (!(await markFailed(env.DB, ref, token, error, Date.now(), run))) return false;
   await sendDeadLetter(env, ref, error);
   return true;
 }

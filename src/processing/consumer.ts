@@ -153,6 +153,8 @@ async function processClaimed(
     return { action: "ack", reason: "exhausted" };
   }
 
+  // The attempt history records when each run started and how long it took (store/attempt-log.ts).
+  const run = { startedAtMs: Date.now() };
   let handled;
   try {
     // A few seconds of the batch's time are kept for recording the result. When that, not the
@@ -163,19 +165,19 @@ async function processClaimed(
     handled = await withDeadline((signal) => runHandler(env, handlers, ref, claimed.delivery, claimed.attempt, signal), Math.max(1_000, Math.min(handlerMs, leftMs)), timeUp);
   } catch (error) {
     if (error instanceof BatchTimeUpError) {
-      if (!(await markDeferred(env.DB, ref, token, Date.now()))) return { action: "ack", reason: "lease_lost" };
+      if (!(await markDeferred(env.DB, ref, token, Date.now(), run))) return { action: "ack", reason: "lease_lost" };
       await lease.release(token, Date.now());
       return { action: "retry", reason: "deferred", delaySeconds: 0 };
     }
-    return handleFailure(error, env, config, ref, lease, token, claimed.attempt);
+    return handleFailure(error, env, config, ref, lease, token, claimed.attempt, run);
   }
 
   try {
-    await commits.run([markDone(env.DB, ref, token, handled.handled, Date.now()), ...handled.effects]);
+    await commits.run([markDone(env.DB, ref, token, handled.handled, Date.now(), run), ...handled.effects]);
   } catch (error) {
     if (isStatementError(error) && !isLeaseLost(error)) {
       // The handler's own effects broke the commit (a constraint, a stale order-guard version).
-      return handleFailure(error, env, config, ref, lease, token, claimed.attempt);
+      return handleFailure(error, env, config, ref, lease, token, claimed.attempt, run);
     }
     // A lost lease: another worker took over, its result stands and ours committed nothing.
     // Unless a commit of ours landed although D1 reported an error: then this is a success.

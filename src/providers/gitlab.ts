@@ -24,6 +24,8 @@ export function gitlab(options: ContentDedupOptions = {}): Provider {
   return {
     kind: "gitlab",
     signsDeliveryId: false,
+    // The token is the secret: the dashboard must never show it.
+    credentialHeaders: ["x-gitlab-token"],
     async verify(request: SignedRequest, secrets: readonly string[]): Promise<Verification> {
       const token = request.headers.get("x-gitlab-token");
       if (!token) return refuse("missing X-Gitlab-Token header");

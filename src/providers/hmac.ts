@@ -26,6 +26,8 @@ export interface HmacOptions extends ContentDedupOptions {
   readonly separator?: string;
   /** Default `SHA-256`. */
   readonly algorithm?: HashName;
+  /** Headers the sender puts a credential in (e.g. an API key next to the signature): never stored. */
+  readonly credentialHeaders?: readonly string[];
   /** Default `hex`. */
   readonly encoding?: "hex" | "base64";
   /** A header with the unix-seconds timestamp that the template signs as `{timestamp}`. */
@@ -81,6 +83,7 @@ export function hmac(options: HmacOptions): Provider {
   return {
     kind: "hmac",
     signsDeliveryId,
+    credentialHeaders: (options.credentialHeaders ?? []).map((name) => name.toLowerCase()),
     async verify(request: SignedRequest, secrets: readonly string[], nowSeconds: number): Promise<Verification> {
       const header = request.headers.get(options.header);
       if (!header) return refuse(`missing ${options.header} header`);

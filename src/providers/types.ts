@@ -53,6 +53,12 @@ export interface Provider {
    */
   readonly signsDeliveryId: boolean;
   /**
+   * Request headers that carry a credential of this provider (lower case), e.g. GitLab's
+   * `x-gitlab-token`, which is the secret itself: never stored with the delivery (beside the
+   * standard ones, store/headers.ts).
+   */
+  readonly credentialHeaders?: readonly string[];
+  /**
    * Verifies `request` against every secret (any one may match: rotation) at `nowSeconds`.
    * Never throws for bad input: a malformed header is `{ ok: false }`.
    */

@@ -6,8 +6,10 @@
  * delivery is enqueued again (src/http/admin/replayer.ts explains the order).
  */
 import type { DeliveryRef } from "../processing/messages";
+import { appendAttempt, attemptJson, attemptLogFromColumn, entryAt, type AttemptEntry } from "./attempt-log";
 import { isoTime } from "./clock";
 import { bodyColumns, bodyFromRow } from "./columns";
+import { headersFromColumn, type StoredHeaders } from "./headers";
 
 export const DELIVERY_STATUSES = ["received", "processing", "done", "failed"] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
@@ -37,9 +39,13 @@ export interface DeliverySummary {
   readonly updatedAt: string;
 }
 
-/** A summary plus the raw body bytes (null once retention pruned them). */
+/** A summary plus the raw body bytes (null once retention pruned them), its request headers and its attempt history. */
 export interface DeliveryDetail extends DeliverySummary {
   readonly body: Uint8Array | null;
+  /** The request headers as received, credentials left out (store/headers.ts); null when not stored or cleared with the body. */
+  readonly headers: StoredHeaders | null;
+  /** Each run and replay, oldest first (store/attempt-log.ts). */
+  readonly attemptLog: readonly AttemptEntry[];
 }
 
 /** The position after the last row of a page: the listing's sort key. */
@@ -49,9 +55,18 @@ export interface ListingKey {
   readonly id: string;
 }
 
-export interface ListingQuery {
+/** Which deliveries a listing or a bulk replay takes; every field optional. */
+export interface DeliveryFilter {
   readonly status?: DeliveryStatus | undefined;
   readonly source?: string | undefined;
+  readonly eventType?: string | undefined;
+  /** Received at or after this ISO time. */
+  readonly since?: string | undefined;
+  /** Received before this ISO time. */
+  readonly until?: string | undefined;
+}
+
+export interface ListingQuery extends DeliveryFilter {
   readonly limit: number;
   readonly after?: ListingKey | undefined;
 }
@@ -140,13 +155,7 @@ const STATUS_FILTER: Record<DeliveryStatus, string> = {
  * (migrations/0006). Exported so that a test can `EXPLAIN QUERY PLAN` it.
  */
 export function listingStatement(query: ListingQuery): { readonly sql: string; readonly params: readonly unknown[] } {
-  const conditions: string[] = [];
-  const params: unknown[] = [];
-  if (query.status) conditions.push(STATUS_FILTER[query.status]);
-  if (query.source) {
-    params.push(query.source);
-    conditions.push(`source = ?${params.length}`);
-  }
+  const { conditions, params } = filterConditions(query);
   if (query.after) {
     params.push(query.after.receivedAt, query.after.source, query.after.id);
     const n = params.length;
@@ -159,6 +168,23 @@ export function listingStatement(query: ListingQuery): { readonly sql: string; r
     sql: `SELECT ${SUMMARY_COLUMNS} FROM deliveries ${where} ORDER BY received_at DESC, source DESC, id DESC LIMIT ?${params.length}`,
     params,
   };
+}
+
+/** The WHERE terms of a filter and their parameters (numbered from ?1). */
+function filterConditions(filter: DeliveryFilter): { conditions: string[]; params: unknown[] } {
+  const conditions: string[] = [];
+  const params: unknown[] = [];
+  const bind = (term: (n: number) => string, value: unknown) => {
+    params.push(value);
+    conditions.push(term(params.length));
+  };
+  if (filter.status) conditions.push(STATUS_FILTER[filter.status]);
+  if (filter.source) bind((n) => `source = ?${n}`, filter.source);
+  if (filter.eventType) bind((n) => `event_type = ?${n}`, filter.eventType);
+  // ISO times in UTC with milliseconds compare as text in time order (store/clock.ts).
+  if (filter.since) bind((n) => `received_at >= ?${n}`, filter.since);
+  if (filter.until) bind((n) => `received_at < ?${n}`, filter.until);
+  return { conditions, params };
 }
 
 /**
@@ -180,14 +206,30 @@ export async function listDeliveries(db: D1Database, query: ListingQuery): Promi
   return { deliveries: page, nextKey };
 }
 
-/** One delivery with its body, or null when there is none with that source and id. */
+/** One delivery with its body, headers and attempt history, or null when there is none with that source and id. */
 export async function getDelivery(db: D1Database, ref: DeliveryRef): Promise<DeliveryDetail | null> {
   const row = await db
-    .prepare(`SELECT ${SUMMARY_COLUMNS}, ${bodyColumns()} FROM deliveries WHERE source = ?1 AND id = ?2`)
+    .prepare(`SELECT ${SUMMARY_COLUMNS}, headers, attempt_log, ${bodyColumns()} FROM deliveries WHERE source = ?1 AND id = ?2`)
     .bind(ref.source, ref.id)
-    .first<DeliveryRow & Record<string, unknown>>();
+    .first<DeliveryRow & { headers: string | null; attempt_log: string | null } & Record<string, unknown>>();
   if (!row) return null;
-  return { ...toSummary(row), body: bodyFromRow(row) };
+  return { ...toSummary(row), body: bodyFromRow(row), headers: headersFromColumn(row.headers), attemptLog: attemptLogFromColumn(row.attempt_log) };
+}
+
+/**
+ * The deliveries with this id in any of `sources`, newest first: one primary-key lookup per
+ * source, in one round trip, so that a lookup by id needs no index of its own.
+ * @example
+ * await findDeliveryById(env.DB, Object.keys(SOURCES), "evt_1");
+ */
+export async function findDeliveryById(db: D1Database, sources: readonly string[], id: string): Promise<DeliverySummary[]> {
+  if (sources.length === 0) return [];
+  const statement = db.prepare(`SELECT ${SUMMARY_COLUMNS} FROM deliveries WHERE source = ?1 AND id = ?2`);
+  const results = await db.batch<DeliveryRow>(sources.map((source) => statement.bind(source, id)));
+  return results
+    .flatMap((result) => result.results)
+    .map(toSummary)
+    .sort((a, b) => (a.receivedAt < b.receivedAt ? 1 : a.receivedAt > b.receivedAt ? -1 : 0));
 }
 
 /**
@@ -227,41 +269,49 @@ export async function replayState(db: D1Database, ref: DeliveryRef): Promise<Rep
 export async function resetForReplay(db: D1Database, ref: DeliveryRef, from: readonly ("failed" | "done")[], nowMs: number): Promise<boolean> {
   const result = await db
     .prepare(
-      `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?3, ${replayFence(5)}
+      `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?3, ${replayFence(5)},
+              attempt_log = ${appendAttempt(entryAt(6, "NULL"))}
         WHERE source = ?1 AND id = ?2 AND status IN (SELECT value FROM json_each(?4)) AND body IS NOT NULL`,
     )
-    .bind(ref.source, ref.id, isoTime(nowMs), JSON.stringify(from), nowMs)
+    .bind(ref.source, ref.id, isoTime(nowMs), JSON.stringify(from), nowMs, attemptJson("replayed", nowMs, undefined))
     .run();
   return result.meta.changes > 0;
 }
 
+/** Which failed deliveries a bulk replay takes: the listing's filters but the status. */
+export type FailedFilter = Omit<DeliveryFilter, "status">;
+
 /**
- * The bulk form: resets up to `limit` failed deliveries (optionally of one source), oldest
- * first, and returns them. Retention keeps the bodies of failed deliveries; one without a body
- * (cleared by hand) is skipped, and left out of `countFailed`, so that a caller looping while
- * some remain comes to an end: it stays failed, and a replay of it alone is refused.
+ * The bulk form: resets up to `limit` failed deliveries matching `filter`, oldest first, and
+ * returns them. Retention keeps the bodies of failed deliveries; one without a body (cleared by
+ * hand) is skipped, and left out of `countFailed`, so that a caller looping while some remain
+ * comes to an end: it stays failed, and a replay of it alone is refused.
  */
-export async function resetFailedForReplay(db: D1Database, source: string | undefined, limit: number, nowMs: number): Promise<DeliveryRef[]> {
+export async function resetFailedForReplay(db: D1Database, filter: FailedFilter, limit: number, nowMs: number): Promise<DeliveryRef[]> {
+  const { conditions, params } = filterConditions({ ...filter, status: "failed" });
+  const n = params.length;
   const { results } = await db
     .prepare(
-      `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?1, ${replayFence(4)}
+      `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?${n + 1}, ${replayFence(n + 3)},
+              attempt_log = ${appendAttempt(entryAt(n + 4, "NULL"))}
         WHERE (source, id) IN (
           SELECT source, id FROM deliveries
-           WHERE status = 'failed' AND (?2 IS NULL OR source = ?2) AND body IS NOT NULL
+           WHERE ${conditions.join(" AND ")} AND body IS NOT NULL
            ORDER BY received_at
-           LIMIT ?3)
+           LIMIT ?${n + 2})
         RETURNING source, id`,
     )
-    .bind(isoTime(nowMs), source ?? null, limit, nowMs)
+    .bind(...params, isoTime(nowMs), limit, nowMs, attemptJson("replayed", nowMs, undefined))
     .all<DeliveryRef>();
   return results;
 }
 
-/** How many failed deliveries (of one source, or all) are left that a bulk replay would take. */
-export async function countFailed(db: D1Database, source: string | undefined): Promise<number> {
+/** How many failed deliveries matching `filter` are left that a bulk replay would take. */
+export async function countFailed(db: D1Database, filter: FailedFilter): Promise<number> {
+  const { conditions, params } = filterConditions({ ...filter, status: "failed" });
   const row = await db
-    .prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'failed' AND (?1 IS NULL OR source = ?1) AND body IS NOT NULL")
-    .bind(source ?? null)
+    .prepare(`SELECT COUNT(*) AS n FROM deliveries WHERE ${conditions.join(" AND ")} AND body IS NOT NULL`)
+    .bind(...params)
     .first<{ n: number }>();
   return row?.n ?? 0;
 }

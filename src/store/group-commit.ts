@@ -56,7 +56,7 @@ export async function recordDeliveryGrouped(db: D1Database, ctx: WaitUntil, deli
   let lane = lanes.get(db);
   if (!lane) lanes.set(db, (lane = { db, inFlight: null, forming: null }));
 
-  const size = delivery.body.byteLength;
+  const size = delivery.body.byteLength + (delivery.headers?.length ?? 0);
   if (lane.inFlight === null || size > MAX_GROUP_BYTES) {
     const write = insertDelivery(db, delivery).run();
     if (lane.inFlight === null) track(lane, ctx, write);

@@ -19,6 +19,7 @@
  * infrastructure error before any result.
  */
 import type { DeliveryRef } from "../processing/messages";
+import { appendAttempt, attemptJson, entryAt, type RunTiming } from "./attempt-log";
 import { isoTime } from "./clock";
 import { bodyColumns, bodyFromRow } from "./columns";
 
@@ -86,17 +87,20 @@ export function markTakeover(db: D1Database, ref: DeliveryRef, token: number, pr
   const again = "lease_token IS ?3";
   const vanished = "status = 'processing' AND (lease_token = ?6 OR ?6 = 0)";
   const gaveUp = `${vanished} AND attempts + 1 >= ?5`;
+  // The vanished run's entry, without a start time: the sweeper may have touched updated_at since.
+  const vanishedEntry = entryAt(7, "attempts + 1");
   return db
     .prepare(
       `UPDATE deliveries
           SET status = CASE WHEN ${again} THEN status WHEN ${gaveUp} THEN 'failed' ELSE 'processing' END,
               error = CASE WHEN ${again} THEN error WHEN ${gaveUp} THEN '${GAVE_UP}' || (attempts + 1) || ' attempts without a result)' ELSE error END,
               attempts = CASE WHEN ${again} THEN attempts WHEN ${vanished} THEN attempts + 1 ELSE attempts END,
+              attempt_log = CASE WHEN NOT (${again}) AND ${vanished} THEN ${appendAttempt(vanishedEntry)} ELSE attempt_log END,
               lease_token = ?3, updated_at = ?4
         WHERE source = ?1 AND id = ?2 AND ((${RESULT_FENCE}) OR (lease_token = ?3 AND status = 'failed'))
         RETURNING status, attempts, error, event_type, ${bodyColumns("body", "status = 'processing'")}`,
     )
-    .bind(ref.source, ref.id, token, isoTime(nowMs), maxAttempts, previousToken);
+    .bind(ref.source, ref.id, token, isoTime(nowMs), maxAttempts, previousToken, attemptJson("vanished", nowMs, undefined, "the worker's lease ran out without a result"));
 }
 
 /** What a claim's result (`readClaim` or `markTakeover`) says. */
@@ -114,14 +118,15 @@ export function claimedDelivery(result: D1Result): Claimed {
  * when `token` may no longer commit (see `RESULT_FENCE`), the trigger aborts it and the whole
  * batch rolls back (see `isLeaseLost`).
  */
-export function markDone(db: D1Database, ref: DeliveryRef, token: number, handled: boolean, nowMs: number): D1PreparedStatement {
+export function markDone(db: D1Database, ref: DeliveryRef, token: number, handled: boolean, nowMs: number, run?: RunTiming): D1PreparedStatement {
   return db
     .prepare(
       `UPDATE deliveries
-          SET status = 'done', commit_token = ?3, lease_token = ?3, attempts = attempts + 1, handled = ?4, error = NULL, updated_at = ?5
+          SET status = 'done', commit_token = ?3, lease_token = ?3, attempts = attempts + 1, handled = ?4, error = NULL, updated_at = ?5,
+              attempt_log = ${appendAttempt(entryAt(6, "attempts + 1"))}
         WHERE source = ?1 AND id = ?2`,
     )
-    .bind(ref.source, ref.id, token, handled ? 1 : 0, isoTime(nowMs));
+    .bind(ref.source, ref.id, token, handled ? 1 : 0, isoTime(nowMs), attemptJson(handled ? "done" : "unhandled", nowMs, run));
 }
 
 /**
@@ -142,13 +147,14 @@ export function isLeaseLost(error: unknown): boolean {
 }
 
 /** A retryable failure: back to `received` with the error, waiting for the retry; the run counted. Fenced. */
-export async function markRetrying(db: D1Database, ref: DeliveryRef, token: number, error: string, nowMs: number): Promise<boolean> {
+export async function markRetrying(db: D1Database, ref: DeliveryRef, token: number, error: string, nowMs: number, run?: RunTiming): Promise<boolean> {
   const result = await db
     .prepare(
-      `UPDATE deliveries SET status = 'received', error = ?4, attempts = attempts + 1, lease_token = ?3, updated_at = ?5
+      `UPDATE deliveries SET status = 'received', error = ?4, attempts = attempts + 1, lease_token = ?3, updated_at = ?5,
+              attempt_log = ${appendAttempt(entryAt(6, "attempts + 1"))}
         WHERE source = ?1 AND id = ?2 AND ${RESULT_FENCE}`,
     )
-    .bind(ref.source, ref.id, token, error, isoTime(nowMs))
+    .bind(ref.source, ref.id, token, error, isoTime(nowMs), attemptJson("retry", nowMs, run, error))
     .run();
   return result.meta.changes > 0;
 }
@@ -157,25 +163,26 @@ export async function markRetrying(db: D1Database, ref: DeliveryRef, token: numb
  * Records a run cut short by the consumer's own time limit (not the handler's fault): back to
  * `received`, the run not counted. Fenced: false when a newer claim took the delivery over.
  */
-export async function markDeferred(db: D1Database, ref: DeliveryRef, token: number, nowMs: number): Promise<boolean> {
+export async function markDeferred(db: D1Database, ref: DeliveryRef, token: number, nowMs: number, run?: RunTiming): Promise<boolean> {
   const result = await db
     .prepare(
-      `UPDATE deliveries SET status = 'received', lease_token = ?3, updated_at = ?4
+      `UPDATE deliveries SET status = 'received', lease_token = ?3, updated_at = ?4, attempt_log = ${appendAttempt(entryAt(5, "NULL"))}
         WHERE source = ?1 AND id = ?2 AND ${RESULT_FENCE}`,
     )
-    .bind(ref.source, ref.id, token, isoTime(nowMs))
+    .bind(ref.source, ref.id, token, isoTime(nowMs), attemptJson("deferred", nowMs, run, "cut short: the consumer invocation's time ran out (not counted)"))
     .run();
   return result.meta.changes > 0;
 }
 
 /** Sets a delivery aside as `failed` with its error, the run counted; fenced to the lease `token`. */
-export async function markFailed(db: D1Database, ref: DeliveryRef, token: number, error: string, nowMs: number): Promise<boolean> {
+export async function markFailed(db: D1Database, ref: DeliveryRef, token: number, error: string, nowMs: number, run?: RunTiming): Promise<boolean> {
   const result = await db
     .prepare(
-      `UPDATE deliveries SET status = 'failed', error = ?4, attempts = attempts + 1, lease_token = ?3, updated_at = ?5
+      `UPDATE deliveries SET status = 'failed', error = ?4, attempts = attempts + 1, lease_token = ?3, updated_at = ?5,
+              attempt_log = ${appendAttempt(entryAt(6, "attempts + 1"))}
         WHERE source = ?1 AND id = ?2 AND ${RESULT_FENCE}`,
     )
-    .bind(ref.source, ref.id, token, error, isoTime(nowMs))
+    .bind(ref.source, ref.id, token, error, isoTime(nowMs), attemptJson("failed", nowMs, run, error))
     .run();
   return result.meta.changes > 0;
 }

@@ -19,6 +19,8 @@ export interface NewDelivery {
   readonly receivedAtMs: number;
   /** SHA-256 of the signed content, when the source deduplicates on content; else absent or null. */
   readonly contentDigest?: Uint8Array | null;
+  /** The request headers to keep, as `headersToStore` (headers.ts) gives them; credentials never. */
+  readonly headers?: string | null;
 }
 
 export type RecordOutcome = "stored" | "duplicate";
@@ -31,9 +33,9 @@ export function insertDelivery(db: D1Database, delivery: NewDelivery): D1Prepare
   const now = isoTime(delivery.receivedAtMs);
   return db
     .prepare(
-      `INSERT INTO deliveries (source, id, event_type, status, attempts, body, received_at, updated_at, content_digest)
-       VALUES (?1, ?2, ?3, 'received', 0, ${bodyFromParams(6)}, ?4, ?4, ?5)
+      `INSERT INTO deliveries (source, id, event_type, status, attempts, body, received_at, updated_at, content_digest, headers)
+       VALUES (?1, ?2, ?3, 'received', 0, ${bodyFromParams(7)}, ?4, ?4, ?5, ?6)
        ON CONFLICT DO NOTHING`,
     )
-    .bind(delivery.source, delivery.id, delivery.eventType, now, delivery.contentDigest ?? null, ...bodyParams(delivery.body));
+    .bind(delivery.source, delivery.id, delivery.eventType, now, delivery.contentDigest ?? null, delivery.headers ?? null, ...bodyParams(delivery.body));
 }

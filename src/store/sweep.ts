@@ -86,7 +86,8 @@ export const RETENTION_SQL = {
     WHERE (source, id) IN (SELECT source, id FROM deliveries
                             WHERE received_at < ?1 AND status IN ('done', 'failed') ORDER BY received_at LIMIT ?2)`,
   /**
-   * Bodies of done rows only (a failed row keeps its body for a replay), from a watermark: each
+   * Bodies of done rows only (a failed row keeps its body for a replay), and their request headers
+   * with them (both may hold personal data), from a watermark: each
    * run takes the next `?2` rows of the age index past the point where the last run stopped,
    * clears the bodies of the done ones, and moves the watermark to the last of them (the next
    * statement). A run reads no row pruned before, and no index pays for this on the hot path
@@ -94,7 +95,7 @@ export const RETENTION_SQL = {
    * The watermark never passes an unfinished delivery; a failed one that is replayed after it was
    * passed keeps its body until retention deletes the row.
    */
-  clearBodies: `UPDATE deliveries SET body = NULL
+  clearBodies: `UPDATE deliveries SET body = NULL, headers = NULL
     WHERE received_at > ${WATERMARK}
       AND received_at <= ${PRUNE_THROUGH}
       AND status = 'done' AND body IS NOT NULL`,

@@ -14,7 +14,7 @@ import { leaseFor } from "../../processing/consumer";
 import { enqueueDeliveries, enqueueDelivery } from "../../processing/enqueue";
 import { describeError } from "../../processing/errors";
 import type { DeliveryRef } from "../../processing/messages";
-import { countFailed, replayState, resetFailedForReplay, resetForReplay } from "../../store/admin";
+import { countFailed, replayState, resetFailedForReplay, resetForReplay, type FailedFilter } from "../../store/admin";
 
 export type ReplayResult =
   | { readonly kind: "replayed" }
@@ -48,20 +48,22 @@ export async function replayDelivery(env: Env, ref: DeliveryRef, options: { forc
 }
 
 /**
- * Replays up to `limit` failed deliveries (oldest first, optionally of one source) and says how
+ * Replays up to `limit` failed deliveries (oldest first, those `filter` takes: a source, an event
+ * type, a time range, or all) and says how
  * many failed ones are left, so a caller can loop until none remain.
  * @example
  * let result;
  * do result = await replayFailed(env, { source: "stripe", limit: 100 }); while (result.remaining > 0 && result.replayed > 0);
  */
-export async function replayFailed(env: Env, options: { source?: string | undefined; limit: number }): Promise<{ replayed: number; remaining: number }> {
-  const refs = await resetFailedForReplay(env.DB, options.source, options.limit, Date.now());
+export async function replayFailed(env: Env, options: FailedFilter & { limit: number }): Promise<{ replayed: number; remaining: number }> {
+  const { limit, ...filter } = options;
+  const refs = await resetFailedForReplay(env.DB, filter, limit, Date.now());
   for (let start = 0; start < refs.length; start += RESET_CONCURRENCY) {
     await Promise.all(refs.slice(start, start + RESET_CONCURRENCY).map((ref) => resetLease(env, ref)));
   }
   // The rows already say `received`, so a lost send is the sweeper's to recover (logged, not thrown).
   if (refs.length > 0) await enqueueDeliveries(env, refs);
-  return { replayed: refs.length, remaining: await countFailed(env.DB, options.source) };
+  return { replayed: refs.length, remaining: await countFailed(env.DB, filter) };
 }
 
 /**

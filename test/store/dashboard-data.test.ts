@@ -1,0 +1,200 @@
+/**
+ * What the dashboard reads of one delivery (migrations/0008): its request headers, never a
+ * credential, and its attempt history, both written by statements that run anyway, at no row more.
+ * Real D1, the real receiver and the real consumer.
+ */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { PermanentError } from "../../src/processing/errors";
+import { defineHandlers, type Handler } from "../../src/processing/handlers";
+import { findDeliveryById, getDelivery, listDeliveries, resetForReplay } from "../../src/store/admin";
+import { MAX_ATTEMPT_LOG } from "../../src/store/attempt-log";
+import { headersToStore, MAX_HEADERS_BYTES } from "../../src/store/headers";
+import { claimedDelivery, markDone, markTakeover, readClaim } from "../../src/store/lifecycle";
+import { insertDelivery } from "../../src/store/record";
+import { applyRetention } from "../../src/store/sweep";
+import { post, sha256Hex, stripeSignature, unique } from "../helpers/provider-signers";
+import { consume, storeDelivery } from "../helpers/processing";
+
+const NOW = Date.parse("2026-12-04T00:00:00.000Z");
+const body = new TextEncoder().encode('{"type":"payment.succeeded"}');
+
+describe("headersToStore", () => {
+  it("keeps every header but the credentials, the provider's own included, whatever their case", () => {
+    const headers = new Headers([
+      ["Stripe-Signature", "t=1,v1=abc"],
+      ["Authorization", "Bearer secret-1"],
+      ["Cookie", "session=secret-2"],
+      ["X-Gitlab-Token", "secret-3"],
+      ["X-Api-Key", "secret-4"],
+      ["Content-Type", "application/json"],
+    ]);
+    const stored = headersToStore(headers, ["X-GitLab-Token"]);
+    expect(JSON.parse(stored)).toEqual([
+      ["content-type", "application/json"],
+      ["stripe-signature", "t=1,v1=abc"],
+    ]);
+    expect(stored).not.toMatch(/secret-/);
+  });
+
+  it("stops at MAX_HEADERS_BYTES and says how many it left out", () => {
+    const headers = new Headers(Array.from({ length: 40 }, (_, index) => [`x-big-${String(index).padStart(2, "0")}`, "v".repeat(1000)] as [string, string]));
+    const stored = JSON.parse(headersToStore(headers, [])) as [string, string][];
+    expect(JSON.stringify(stored).length).toBeLessThanOrEqual(MAX_HEADERS_BYTES + 100);
+    const kept = stored.length - 1;
+    expect(kept).toBeGreaterThan(5);
+    expect(stored.at(-1)).toEqual(["(truncated)", `${40 - kept} more headers not stored`]);
+  });
+});
+
+describe("the receiver stores the request headers", () => {
+  it("with the signature and without GitLab's token, which is the secret itself", async () => {
+    const gitlabBody = JSON.stringify({ object_kind: "push", checkout_sha: unique("") });
+    const id = unique("gl");
+    const reply = await post("gitlab", gitlabBody, { "x-gitlab-token": env.GITLAB_WEBHOOK_SECRET, "idempotency-key": id, "x-gitlab-event": "Push Hook", authorization: "Basic c2VjcmV0" });
+    expect(reply.json.status).toBe("stored");
+    const detail = await getDelivery(env.DB, { source: "gitlab", id });
+    const names = detail!.headers!.map(([name]) => name);
+    expect(names).toEqual(expect.arrayContaining(["idempotency-key", "x-gitlab-event"]));
+    expect(names).not.toContain("x-gitlab-token");
+    expect(names).not.toContain("authorization");
+    expect(JSON.stringify(detail!.headers)).not.toContain(env.GITLAB_WEBHOOK_SECRET);
+
+    const stripeId = unique("evt");
+    const stripeBody = JSON.stringify({ id: stripeId, type: "charge.succeeded" });
+    const signature = await stripeSignature(stripeBody);
+    expect((await post("stripe", stripeBody, { "stripe-signature": signature, "content-type": "application/json" })).json.status).toBe("stored");
+    expect((await getDelivery(env.DB, { source: "stripe", id: stripeId }))!.headers).toEqual(
+      expect.arrayContaining([
+        ["stripe-signature", signature],
+        ["content-type", "application/json"],
+      ]),
+    );
+  });
+
+  it("are cleared by retention with the body", async () => {
+    const ref = { source: "dash-retention", id: "old-done" };
+    await insertDelivery(env.DB, { ...ref, eventType: null, body, receivedAtMs: NOW - 40 * 86_400_000, headers: '[["x-a","b"]]' }).run();
+    await markDone(env.DB, ref, NOW, true, NOW).run();
+    expect((await getDelivery(env.DB, ref))!.headers).toEqual([["x-a", "b"]]);
+    await applyRetention(env.DB, NOW - 365 * 86_400_000, NOW - 7 * 86_400_000, 1_000);
+    const detail = await getDelivery(env.DB, ref);
+    expect(detail).toMatchObject({ body: null, headers: null });
+  });
+});
+
+describe("the attempt history", () => {
+  it("records each run with its number, start, duration, outcome and error, and a replay", async () => {
+    const ref = { source: "dash", id: unique("history") };
+    await storeDelivery(ref);
+    let calls = 0;
+    const flaky: Handler = () => {
+      if (++calls === 1) throw new Error("upstream said 503");
+    };
+    const handlers = defineHandlers({ dash: { "*": flaky } });
+    expect((await consume([ref], handlers)).outcomes.map((outcome) => outcome.reason)).toEqual(["handler_error"]);
+    expect((await consume([ref], handlers)).outcomes.map((outcome) => outcome.reason)).toEqual(["done"]);
+    let log = (await getDelivery(env.DB, ref))!.attemptLog;
+    expect(log).toMatchObject([
+      { attempt: 1, outcome: "retry", error: expect.stringContaining("upstream said 503") },
+      { attempt: 2, outcome: "done", error: null },
+    ]);
+    for (const entry of log) {
+      expect(Date.parse(entry.at!)).toBeGreaterThan(NOW);
+      expect(entry.ms).toBeGreaterThanOrEqual(0);
+    }
+
+    expect(await resetForReplay(env.DB, ref, ["done"], Date.now())).toBe(true);
+    log = (await getDelivery(env.DB, ref))!.attemptLog;
+    expect(log.map((entry) => [entry.attempt, entry.outcome])).toEqual([
+      [1, "retry"],
+      [2, "done"],
+      [null, "replayed"],
+    ]);
+  });
+
+  it("records a permanent failure and an unhandled delivery", async () => {
+    const failing = { source: "dash", id: unique("fails") };
+    const unhandled = { source: "dash-nobody", id: unique("unhandled") };
+    await storeDelivery(failing);
+    await storeDelivery(unhandled);
+    const handlers = defineHandlers({
+      dash: {
+        "*": () => {
+          throw new PermanentError("card_declined is final");
+        },
+      },
+    });
+    await consume([failing, unhandled], handlers);
+    expect((await getDelivery(env.DB, failing))!.attemptLog).toMatchObject([{ attempt: 1, outcome: "failed", error: "PermanentError: card_declined is final" }]);
+    expect((await getDelivery(env.DB, unhandled))!.attemptLog).toMatchObject([{ attempt: 1, outcome: "unhandled" }]);
+  });
+
+  it("records a vanished run when a takeover finds it, once, even when the takeover's statement runs twice", async () => {
+    const ref = { source: "dash", id: unique("vanished") };
+    await insertDelivery(env.DB, { ...ref, eventType: null, body, receivedAtMs: NOW }).run();
+    expect(claimedDelivery(await markTakeover(env.DB, ref, 10, 0, 5, NOW).run())).toMatchObject({ kind: "run", attempt: 1 });
+    const takeover = markTakeover(env.DB, ref, 20, 10, 5, NOW + 1);
+    expect(claimedDelivery(await takeover.run())).toMatchObject({ kind: "run", attempt: 2 });
+    await markTakeover(env.DB, ref, 20, 10, 5, NOW + 1).run();
+    await markDone(env.DB, ref, 20, true, NOW + 500, { startedAtMs: NOW + 1 }).run();
+    expect((await getDelivery(env.DB, ref))!.attemptLog).toEqual([
+      { attempt: 1, at: null, ms: null, outcome: "vanished", error: "the worker's lease ran out without a result" },
+      { attempt: 2, at: "2026-12-04T00:00:00.001Z", ms: 499, outcome: "done", error: null },
+    ]);
+  });
+
+  it(`keeps the last ${MAX_ATTEMPT_LOG} entries`, async () => {
+    const ref = { source: "dash", id: unique("long") };
+    await insertDelivery(env.DB, { ...ref, eventType: null, body, receivedAtMs: NOW }).run();
+    for (let round = 0; round < MAX_ATTEMPT_LOG + 5; round++) {
+      await env.DB.prepare("UPDATE deliveries SET status = 'done' WHERE source = ?1 AND id = ?2").bind(ref.source, ref.id).run();
+      expect(await resetForReplay(env.DB, ref, ["done"], NOW + round)).toBe(true);
+    }
+    const log = (await getDelivery(env.DB, ref))!.attemptLog;
+    expect(log).toHaveLength(MAX_ATTEMPT_LOG);
+    expect(log[0]!.at).toBe(new Date(NOW + 5).toISOString());
+  });
+});
+
+describe("rows written with the new columns", () => {
+  it("stays 3 to store with headers, 0 to claim, 1 to mark done with the history; an unhandled done pays 1 more", async () => {
+    const ref = { source: "dash-cost", id: "hot-path" };
+    const insert = await insertDelivery(env.DB, { ...ref, eventType: "payment.succeeded", body, receivedAtMs: NOW, headers: '[["stripe-signature","t=1,v1=ab"]]' }).run();
+    const claim = await readClaim(env.DB, ref, NOW + 1).run();
+    const done = await markDone(env.DB, ref, NOW + 1, true, NOW + 20, { startedAtMs: NOW }).run();
+    expect([insert.meta.rows_written, claim.meta.rows_written, done.meta.rows_written]).toEqual([3, 0, 1]);
+
+    const other = { source: "dash-cost", id: "unhandled" };
+    await insertDelivery(env.DB, { ...other, eventType: null, body, receivedAtMs: NOW }).run();
+    expect((await markDone(env.DB, other, NOW + 1, false, NOW + 20, { startedAtMs: NOW }).run()).meta.rows_written).toBe(2);
+  });
+});
+
+describe("finding deliveries", () => {
+  it("filters the listing by event type and a received time range", async () => {
+    const source = "dash-filter";
+    const at = (minutes: number) => NOW + minutes * 60_000;
+    for (const [id, type, minutes] of [
+      ["a", "invoice.paid", 0],
+      ["b", "invoice.paid", 10],
+      ["c", "charge.failed", 20],
+      ["d", "invoice.paid", 30],
+    ] as const) {
+      await insertDelivery(env.DB, { source, id, eventType: type, body, receivedAtMs: at(minutes) }).run();
+    }
+    const ids = async (filter: object) => (await listDeliveries(env.DB, { source, limit: 10, ...filter })).deliveries.map((delivery) => delivery.id);
+    expect(await ids({ eventType: "invoice.paid" })).toEqual(["d", "b", "a"]);
+    expect(await ids({ since: new Date(at(10)).toISOString(), until: new Date(at(30)).toISOString() })).toEqual(["c", "b"]);
+    expect(await ids({ eventType: "invoice.paid", since: new Date(at(5)).toISOString() })).toEqual(["d", "b"]);
+  });
+
+  it("looks one id up across sources, newest first, and finds nothing for an unknown one", async () => {
+    const id = await sha256Hex(unique("shared"));
+    await insertDelivery(env.DB, { source: "dash-one", id, eventType: null, body, receivedAtMs: NOW }).run();
+    await insertDelivery(env.DB, { source: "dash-two", id, eventType: null, body, receivedAtMs: NOW + 1 }).run();
+    const found = await findDeliveryById(env.DB, ["dash-one", "dash-two", "dash-three"], id);
+    expect(found.map((delivery) => delivery.source)).toEqual(["dash-two", "dash-one"]);
+    expect(await findDeliveryById(env.DB, ["dash-one"], "nope")).toEqual([]);
+  });
+});
