@@ -6,6 +6,8 @@
  *   lease and the D1 row make a duplicate message harmless.
  * - Rows older than RETENTION_DAYS are deleted; bodies of `done` rows are cleared after
  *   BODY_RETENTION_DAYS (they hold personal data).
+ * - The overview's counts are carried forward, and its snapshot put together once a minute
+ *   (store/overview.ts), so that the dashboard and `/admin/metrics` never count the table.
  *
  * Two things run it, and neither needs a setting:
  * - the cron trigger (production), which reports each sweep to the `Sweeper` object;
@@ -17,6 +19,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { checkConfig, ConfigError, loadConfig } from "../config";
+import { maintainOverview } from "../store/overview";
 import { applyRetention, takeStranded, type RetentionResult } from "../store/sweep";
 import { enqueueDeliveries } from "./enqueue";
 import { describeError } from "./errors";
@@ -51,6 +54,8 @@ export async function sweep(env: Env, nowMs: number): Promise<SweepReport> {
   // A failed send is logged and the rows stay stranded: the next run after SWEEP_AFTER_SECONDS retries them.
   if (stranded.length > 0) await enqueueDeliveries(env, stranded);
   const retention = await applyRetention(env.DB, nowMs - config.retentionDays * DAY_MS, nowMs - config.bodyRetentionDays * DAY_MS, RETENTION_LIMIT);
+  // The overview's counts move on after retention took back what it deleted (store/overview.ts).
+  await maintainOverview(env.DB, nowMs);
   const report = { requeued: stranded.length, ...retention };
   if (report.requeued + report.deleted + report.bodiesCleared > 0) console.log("sweep:", JSON.stringify(report));
   return report;

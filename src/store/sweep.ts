@@ -4,6 +4,7 @@
  */
 import type { DeliveryRef } from "../processing/messages";
 import { isoTime } from "./clock";
+import { COUNTED_THROUGH } from "./overview";
 
 export interface StrandedCutoffs {
   /**
@@ -72,6 +73,12 @@ const PRUNE_THROUGH = `(SELECT max(received_at) FROM (
                                      AND received_at > ${WATERMARK}), ?1)
      ORDER BY received_at LIMIT ?2))`;
 
+/** The rows retention deletes in one run: settled, received before `?1`, the `?2` oldest. */
+const DELETION = "SELECT source, id, received_at FROM deliveries WHERE received_at < ?1 AND status IN ('done', 'failed') ORDER BY received_at, source, id LIMIT ?2";
+
+/** How far the overview's count has come (store/overview.ts `COUNTED_THROUGH`), as an SQL expression. */
+const COUNTED_MARK = `coalesce((SELECT value FROM inbox_marks WHERE name = '${COUNTED_THROUGH}'), '')`;
+
 /**
  * The retention statements, exported so that a test can `EXPLAIN QUERY PLAN` exactly what runs.
  * Each walks the age index and stops at `?2` rows, and neither meets a row it already worked on.
@@ -82,9 +89,16 @@ export const RETENTION_SQL = {
    * to do; deleting it would lose a delivery that was answered 200. Index: deliveries_by_age,
    * from its oldest entry: what is older than the retention is settled but for the odd stuck row.
    */
-  deleteSettled: `DELETE FROM deliveries
-    WHERE (source, id) IN (SELECT source, id FROM deliveries
-                            WHERE received_at < ?1 AND status IN ('done', 'failed') ORDER BY received_at LIMIT ?2)`,
+  deleteSettled: `DELETE FROM deliveries WHERE (source, id) IN (SELECT source, id FROM (${DELETION}))`,
+  /**
+   * Goes first, in the same transaction: takes the rows `deleteSettled` is about to delete out of
+   * the overview's totals (store/overview.ts), those the count has passed; it touches only the
+   * sources that lose a row. The deletion's order is total, so both statements pick the same rows.
+   */
+  uncountDeleted: `UPDATE inbox_counts
+    SET total = total - (SELECT COUNT(*) FROM (${DELETION}) AS gone
+                          WHERE gone.source = inbox_counts.source AND gone.received_at < ${COUNTED_MARK})
+    WHERE source IN (SELECT gone.source FROM (${DELETION}) AS gone WHERE gone.received_at < ${COUNTED_MARK})`,
   /**
    * Bodies of done rows only (a failed row keeps its body for a replay), and their request headers
    * with them (both may hold personal data), from a watermark: each
@@ -113,8 +127,10 @@ export const RETENTION_SQL = {
  */
 export async function applyRetention(db: D1Database, deleteBeforeMs: number, clearBodiesBeforeMs: number, limit: number): Promise<RetentionResult> {
   const clearBefore = isoTime(clearBodiesBeforeMs);
-  // One transaction: the watermark moves exactly as far as the bodies were cleared.
-  const [deleted, cleared] = await db.batch([
+  // One transaction: the watermark moves exactly as far as the bodies were cleared, and the
+  // overview's totals lose exactly the rows deleted.
+  const [, deleted, cleared] = await db.batch([
+    db.prepare(RETENTION_SQL.uncountDeleted).bind(isoTime(deleteBeforeMs), limit),
     db.prepare(RETENTION_SQL.deleteSettled).bind(isoTime(deleteBeforeMs), limit),
     db.prepare(RETENTION_SQL.clearBodies).bind(clearBefore, limit),
     db.prepare(RETENTION_SQL.advancePruning).bind(clearBefore, limit),

@@ -17,6 +17,7 @@ describe("GET /admin/openapi.json", () => {
     expect(operations.sort()).toEqual([
       "GET /deliveries",
       "GET /deliveries/{source}/{id}",
+      "GET /metrics",
       "GET /stats",
       "POST /deliveries/{source}/{id}/replay",
       "POST /replay",

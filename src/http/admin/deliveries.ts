@@ -21,7 +21,7 @@ const listRoute = createRoute({
 const getRoute = createRoute({
   method: "get",
   path: "/deliveries/{source}/{id}",
-  summary: "One delivery with its body",
+  summary: "One delivery with its body, request headers and attempt history",
   security: BEARER_SECURITY,
   request: { params: DeliveryParamsSchema },
   responses: {
@@ -40,7 +40,8 @@ export const deliveryRoutes = adminRouter()
     const ref = c.req.valid("param");
     const delivery = await getDelivery(c.env.DB, ref);
     if (!delivery) throw new ApiError(404, "not_found", `no delivery ${ref.source}/${ref.id}`);
-    return c.json({ ...delivery, body: describeBody(delivery.body) }, 200);
+    const headers = delivery.headers?.map(([name, value]): [string, string] => [name, value]) ?? null;
+    return c.json({ ...delivery, body: describeBody(delivery.body), headers, attemptLog: [...delivery.attemptLog] }, 200);
   });
 
 /** The body as bytes count, base64 always, and text when it is valid UTF-8 (kept byte for byte, BOM included). */

@@ -1,11 +1,12 @@
 /**
- * The admin API, mounted at `/admin`: stats, listing, one delivery, replay, and its own OpenAPI
+ * The admin API, mounted at `/admin`: stats, listing, one delivery, replay, Prometheus metrics, and its own OpenAPI
  * document. Every route, the document included, is behind the admin token (./auth.ts): the
  * document names no secrets, but closed by default is simpler to reason about than a list of
  * exceptions.
  */
 import { adminAuth } from "./auth";
 import { deliveryRoutes } from "./deliveries";
+import { metricsRoutes } from "./metrics";
 import { replayRoutes } from "./replay";
 import { adminRouter } from "./router";
 import { statsRoutes } from "./stats";
@@ -16,6 +17,7 @@ admin.use("*", adminAuth());
 admin.route("/", statsRoutes);
 admin.route("/", deliveryRoutes);
 admin.route("/", replayRoutes);
+admin.route("/", metricsRoutes);
 
 admin.openAPIRegistry.registerComponent("securitySchemes", "AdminToken", {
   type: "http",

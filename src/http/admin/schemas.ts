@@ -69,6 +69,23 @@ export const DeliveryDetailSchema = DeliverySummarySchema.extend({
     })
     .nullable()
     .openapi({ description: "null once BODY_RETENTION_DAYS cleared it" }),
+  headers: z
+    .array(z.tuple([z.string(), z.string()]))
+    .nullable()
+    .openapi({
+      description: "the request headers as received, [name, value] in order, names in lower case; credential headers are never stored; null when cleared with the body",
+    }),
+  attemptLog: z
+    .array(
+      z.object({
+        attempt: z.number().int().nullable().openapi({ description: "the run's number; null for a replay or a run cut short by the consumer" }),
+        at: z.string().nullable().openapi({ description: "when the run started (or the replay happened)" }),
+        ms: z.number().int().nullable().openapi({ description: "how long the run took" }),
+        outcome: z.enum(["done", "unhandled", "retry", "failed", "vanished", "deferred", "replayed"]),
+        error: z.string().nullable(),
+      }),
+    )
+    .openapi({ description: "each run and replay, oldest first (the last 50)" }),
 }).openapi("DeliveryDetail");
 
 export const ListQuerySchema = z.object({

@@ -1,0 +1,56 @@
+/**
+ * `GET /admin/metrics`: the overview in the Prometheus text exposition format (version 0.0.4),
+ * behind the admin token like every admin route. It is served from the overview's snapshot
+ * (store/overview.ts), so a scrape every 15 s never counts the table; the snapshot's age is a
+ * metric of its own.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import { DELIVERY_STATUSES } from "../../store/admin";
+import { readOverview, type Overview } from "../../store/overview";
+import { adminRouter, BEARER_SECURITY, errorResponses } from "./router";
+
+const metricsRoute = createRoute({
+  method: "get",
+  path: "/metrics",
+  summary: "Deliveries by status and source, the oldest waiting, unhandled: Prometheus text format",
+  security: BEARER_SECURITY,
+  responses: {
+    200: { description: "the metrics (`text/plain; version=0.0.4`)", content: { "text/plain": { schema: z.string() } } },
+    ...errorResponses(),
+  },
+});
+
+export const metricsRoutes = adminRouter().openapi(metricsRoute, async (c) => {
+  const nowMs = Date.now();
+  const text = renderMetrics(await readOverview(c.env.DB, nowMs), nowMs);
+  return c.text(text, 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8", "Cache-Control": "no-store" });
+});
+
+/** A label value as the format wants it: backslash, double quote and newline escaped. */
+function label(value: string): string {
+  return value.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
+}
+
+/** The exposition text of an overview read at `nowMs`. */
+export function renderMetrics(overview: Overview, nowMs: number): string {
+  const lines: string[] = [];
+  const gauge = (name: string, help: string, samples: readonly [string, number][]) => {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
+    for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
+  };
+  gauge(
+    "webhook_inbox_deliveries",
+    "Deliveries stored, by source and status.",
+    Object.entries(overview.bySource)
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .flatMap(([source, counts]) => DELIVERY_STATUSES.map((status) => [`{source="${label(source)}",status="${status}"}`, counts[status]] as [string, number])),
+  );
+  gauge("webhook_inbox_oldest_waiting_seconds", "Age of the oldest received or processing delivery; 0 when none waits.", [["", overview.oldestWaitingSeconds ?? 0]]);
+  gauge("webhook_inbox_unhandled_deliveries", "Done deliveries that no handler matched.", [["", overview.unhandled]]);
+  gauge("webhook_inbox_received_last_24h", "Deliveries received in the last 24 hours.", [["", overview.last24h.received]]);
+  gauge("webhook_inbox_failed_last_24h", "Deliveries received in the last 24 hours that are failed now.", [["", overview.last24h.failed]]);
+  gauge("webhook_inbox_counts_age_seconds", "How old the counts above are (they are refreshed at most once a minute).", [
+    ["", Math.max(0, Math.floor((nowMs - Date.parse(overview.asOf)) / 1000))],
+  ]);
+  return `${lines.join("\n")}\n`;
+}

@@ -1,0 +1,77 @@
+/**
+ * `GET /admin/metrics`: the overview in Prometheus' text format, behind the bearer token, served
+ * from the overview's snapshot (store/overview.ts).
+ */
+import { env, exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { renderMetrics } from "../../src/http/admin/metrics";
+import { markDone, markFailed } from "../../src/store/lifecycle";
+import { insertDelivery } from "../../src/store/record";
+import { BASE_URL } from "../helpers/signers";
+import { adminWithEnv } from "./client";
+
+const body = new TextEncoder().encode("{}");
+
+function get(token: string | null): Promise<Response> {
+  const headers: Record<string, string> = token === null ? {} : { authorization: `Bearer ${token}` };
+  return exports.default.fetch(new Request(`${BASE_URL}/admin/metrics`, { headers }));
+}
+
+describe("GET /admin/metrics", () => {
+  it("counts deliveries by source and status, the oldest waiting and the unhandled, in the text format", async () => {
+    const now = Date.now();
+    for (const [id, fate] of [
+      ["m-1", "done"],
+      ["m-2", "unhandled"],
+      ["m-3", "failed"],
+      ["m-4", "received"],
+    ] as const) {
+      const ref = { source: "metrics", id };
+      await insertDelivery(env.DB, { ...ref, eventType: null, body, receivedAtMs: now - 90_000 }).run();
+      if (fate === "done" || fate === "unhandled") await markDone(env.DB, ref, now, fate === "done", now).run();
+      if (fate === "failed") await markFailed(env.DB, ref, now, "boom", now);
+    }
+    const response = await get(env.ADMIN_TOKEN);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
+    expect(response.headers.get("cache-control")).toBe("no-store");
+    const text = await response.text();
+    expect(text).toContain("# TYPE webhook_inbox_deliveries gauge");
+    for (const [status, n] of [
+      ["received", 1],
+      ["processing", 0],
+      ["done", 2],
+      ["failed", 1],
+    ] as const) {
+      expect(text).toContain(`webhook_inbox_deliveries{source="metrics",status="${status}"} ${n}\n`);
+    }
+    expect(text).toMatch(/^webhook_inbox_unhandled_deliveries 1$/m);
+    const oldest = Number(/^webhook_inbox_oldest_waiting_seconds (\d+)$/m.exec(text)![1]);
+    expect(oldest).toBeGreaterThanOrEqual(90);
+    // Every line is a comment or `name{labels} value`.
+    for (const line of text.trimEnd().split("\n")) expect(line).toMatch(/^(# (HELP|TYPE) .+|[a-z_0-9]+(\{[^}]*\})? -?\d+(\.\d+)?)$/);
+  });
+
+  it("escapes label values", () => {
+    const text = renderMetrics(
+      {
+        asOf: new Date(0).toISOString(),
+        counts: { received: 0, processing: 0, done: 1, failed: 0 },
+        bySource: { 'we"ird\\\nname': { received: 0, processing: 0, done: 1, failed: 0 } },
+        unhandled: 0,
+        oldestWaitingSeconds: null,
+        last24h: { received: 0, failed: 0, failureRate: null },
+        hourly: [],
+      },
+      5_000,
+    );
+    expect(text).toContain('webhook_inbox_deliveries{source="we\\"ird\\\\\\nname",status="done"} 1\n');
+    expect(text).toMatch(/^webhook_inbox_counts_age_seconds 5$/m);
+  });
+
+  it("is closed without the bearer token, and while ADMIN_TOKEN is unset", async () => {
+    expect((await get(null)).status).toBe(401);
+    expect((await get("wrong")).status).toBe(401);
+    expect((await adminWithEnv("/metrics", { ADMIN_TOKEN: undefined }, { token: "anything" })).status).toBe(503);
+  });
+});

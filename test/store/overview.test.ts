@@ -1,0 +1,141 @@
+/**
+ * The overview's numbers (store/overview.ts) against an exact count of the table, through every
+ * way a delivery's status changes: the walk counts each row once, retention takes back what it
+ * deletes, a replay moves a row between statuses; and none of it reads the table as a whole.
+ */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { deliveryStats, resetForReplay } from "../../src/store/admin";
+import { markDone, markFailed, markTakeover } from "../../src/store/lifecycle";
+import { advanceCounts, COUNT_LAG_MS, OVERVIEW_MAX_AGE_MS, OVERVIEW_SQL, readOverview, refreshOverview } from "../../src/store/overview";
+import { insertDelivery } from "../../src/store/record";
+import { applyRetention } from "../../src/store/sweep";
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const body = new TextEncoder().encode("{}");
+
+type Fate = "done" | "unhandled" | "failed" | "received" | "processing";
+
+/** Stores a delivery received at `atMs` and moves it to `fate` as processing would. */
+async function seed(source: string, id: string, atMs: number, fate: Fate): Promise<void> {
+  const ref = { source, id };
+  await insertDelivery(env.DB, { ...ref, eventType: "test.event", body, receivedAtMs: atMs }).run();
+  const token = atMs + 1;
+  if (fate === "done" || fate === "unhandled") await markDone(env.DB, ref, token, fate === "done", atMs + 10).run();
+  if (fate === "failed") expect(await markFailed(env.DB, ref, token, "boom", atMs + 10)).toBe(true);
+  if (fate === "processing") await markTakeover(env.DB, ref, token, 0, 5, atMs + 10).run();
+}
+
+/** The exact counts of these sources, from a full count of the table. */
+async function exact(sources: readonly string[], nowMs: number) {
+  const stats = await deliveryStats(env.DB, nowMs);
+  return Object.fromEntries(sources.map((source) => [source, stats.bySource[source] ?? { received: 0, processing: 0, done: 0, failed: 0 }]));
+}
+
+async function snapshotOf(sources: readonly string[], nowMs: number) {
+  const overview = await refreshOverview(env.DB, nowMs);
+  return Object.fromEntries(sources.map((source) => [source, overview.bySource[source] ?? { received: 0, processing: 0, done: 0, failed: 0 }]));
+}
+
+describe("the overview's counts", () => {
+  it("equal an exact count, whether the rows were passed by the walk or not, after retention and a replay", async () => {
+    const now = Date.now();
+    const sources = ["ov-a", "ov-b"];
+    const fates: Fate[] = ["done", "done", "unhandled", "failed", "received", "processing"];
+    for (const [index, fate] of fates.entries()) {
+      await seed("ov-a", `old-${index}`, now - 40 * DAY + index, fate);
+      await seed("ov-b", `old-${index}`, now - 2 * HOUR + index, fate);
+      await seed("ov-b", `new-${index}`, now - 1_000 + index, fate);
+    }
+    // Nothing walked yet: all of it is counted past the mark.
+    expect(await snapshotOf(sources, now)).toEqual(await exact(sources, now));
+    // The walk passes the old rows (the newest stay past the mark, COUNT_LAG_MS), in small stretches.
+    while ((await advanceCounts(env.DB, now, 4)) !== null && (await env.DB.prepare("SELECT value FROM inbox_marks WHERE name = 'counted_through'").first<{ value: string }>())!.value < new Date(now - COUNT_LAG_MS).toISOString());
+    expect(await snapshotOf(sources, now)).toEqual(await exact(sources, now));
+    // Walking again, or twice at once, counts nothing twice.
+    await Promise.all([advanceCounts(env.DB, now), advanceCounts(env.DB, now)]);
+    expect(await snapshotOf(sources, now)).toEqual(await exact(sources, now));
+
+    // Retention deletes the settled rows of 40 days ago (counted ones): the totals lose them.
+    const { deleted } = await applyRetention(env.DB, now - 30 * DAY, now - 365 * DAY, 1_000);
+    expect(deleted).toBeGreaterThanOrEqual(4);
+    expect((await exact(sources, now))["ov-a"]).toEqual({ received: 1, processing: 1, done: 0, failed: 0 });
+    expect(await snapshotOf(sources, now)).toEqual(await exact(sources, now));
+
+    // A replay of a failed delivery behind the mark: failed → received, nothing else moves.
+    expect(await resetForReplay(env.DB, { source: "ov-b", id: "old-3" }, ["failed"], now)).toBe(true);
+    expect(await snapshotOf(sources, now)).toEqual(await exact(sources, now));
+    const overview = await refreshOverview(env.DB, now);
+    const unhandled = await env.DB.prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'done' AND handled = 0").first<{ n: number }>();
+    expect(overview.unhandled).toBe(unhandled!.n);
+  });
+
+  it("counts received and failed per hour over the last 24 hours", async () => {
+    const now = Date.parse("2030-01-02T10:30:00.000Z");
+    await seed("ov-hours", "a", Date.parse("2030-01-02T09:05:00.000Z"), "done");
+    await seed("ov-hours", "b", Date.parse("2030-01-02T09:50:00.000Z"), "failed");
+    await seed("ov-hours", "c", Date.parse("2030-01-02T10:29:00.000Z"), "done");
+    await seed("ov-hours", "d", Date.parse("2030-01-01T09:59:00.000Z"), "failed"); // 24 h 31 min ago: outside
+    await advanceCounts(env.DB, now);
+    const overview = await refreshOverview(env.DB, now);
+    expect(overview.hourly).toHaveLength(24);
+    expect(overview.hourly[0]!.hour).toBe("2030-01-01T11:00:00.000Z");
+    expect(overview.hourly.at(-2)).toEqual({ hour: "2030-01-02T09:00:00.000Z", received: 2, failed: 1 });
+    expect(overview.hourly.at(-1)).toEqual({ hour: "2030-01-02T10:00:00.000Z", received: 1, failed: 0 });
+    expect(overview.last24h).toEqual({ received: 3, failed: 1, failureRate: 1 / 3 });
+  });
+
+  it("are served from the snapshot for a minute, then put together again", async () => {
+    const now = Date.parse("2031-01-01T00:00:00.000Z");
+    await refreshOverview(env.DB, now);
+    const before = (await readOverview(env.DB, now + 1_000)).counts.done;
+    await seed("ov-cache", "x", now - DAY, "done");
+    expect((await readOverview(env.DB, now + OVERVIEW_MAX_AGE_MS - 1)).counts.done).toBe(before);
+    const later = await readOverview(env.DB, now + OVERVIEW_MAX_AGE_MS);
+    expect(later.counts.done).toBe(before + 1);
+    expect(later.asOf).toBe(new Date(now + OVERVIEW_MAX_AGE_MS).toISOString());
+  });
+
+  it("reads the oldest waiting delivery live", async () => {
+    const now = Date.parse("2032-01-01T00:00:00.000Z");
+    await refreshOverview(env.DB, now);
+    const oldest = await env.DB.prepare("SELECT MIN(received_at) AS at FROM deliveries WHERE status IN ('received', 'processing')").first<{ at: string }>();
+    expect((await readOverview(env.DB, now)).oldestWaitingSeconds).toBe(Math.floor((now - Date.parse(oldest!.at)) / 1000));
+  });
+});
+
+describe("the overview's cost", () => {
+  it("reads an index or a small table for each of its statements, never the deliveries table as a whole", async () => {
+    for (const sql of Object.values(OVERVIEW_SQL)) {
+      const params = sql.includes("?1") ? ["2026-01-01T00"] : [];
+      const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
+        .bind(...params)
+        .all<{ detail: string }>();
+      const onDeliveries = results.map((row) => row.detail).filter((detail) => /\bdeliveries\b/.test(detail));
+      for (const line of onDeliveries) expect(line, sql).toMatch(/USING (COVERING )?INDEX/);
+    }
+  });
+
+  it("reads about as many rows with 5,000 settled deliveries behind the mark as with none", async () => {
+    const now = Date.parse("2033-01-01T00:00:00.000Z");
+    const rowsRead = async () => {
+      const results = await env.DB.batch(
+        Object.values(OVERVIEW_SQL).map((sql) => (sql.includes("?1") ? env.DB.prepare(sql).bind("2032-12-31T00") : env.DB.prepare(sql))),
+      );
+      return results.reduce((sum, result) => sum + result.meta.rows_read, 0);
+    };
+    await advanceCounts(env.DB, now);
+    const idle = await rowsRead();
+    // 5,000 done deliveries received after that, inserted in bulk, then passed by the walk an hour later.
+    await env.DB.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)
+       INSERT INTO deliveries (source, id, status, attempts, handled, body, received_at, updated_at)
+       SELECT 'ov-bulk', 'd-' || i, 'done', 1, 1, x'7b7d', '2033-01-01T00:10:00.000Z', '2033-01-01T00:10:00.000Z' FROM n`,
+    ).run();
+    expect(await advanceCounts(env.DB, now + HOUR)).not.toBeNull();
+    const overview = await refreshOverview(env.DB, now + HOUR);
+    expect(overview.bySource["ov-bulk"]).toEqual({ received: 0, processing: 0, done: 5000, failed: 0 });
+    expect(await rowsRead()).toBeLessThan(idle + 50);
+  });
+});
