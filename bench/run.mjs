@@ -26,6 +26,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { dashboardUnderLoad, FIXTURE_ROWS, printDashboard } from "./dashboard.mjs";
 import { requireWrk, runWrk } from "./wrk.mjs";
 
 const { LocalInbox, ROOT, configWithoutConsumer, waitFor } = await import("../test/e2e/harness.mjs");
@@ -397,7 +398,16 @@ const configurations = [];
 // BENCH_CONFIGS="tuned" (names, comma-separated) measures only those.
 const chosen = process.env.BENCH_CONFIGS?.split(",").map((name) => name.trim());
 for (const configuration of CONFIGURATIONS.filter((each) => (chosen ? chosen.includes(each.name) : !each.ablation))) configurations.push(await measureConfiguration(configuration));
-const results = { measuredAt: new Date().toISOString(), loadGenerator: "wrk", connections: CONNECTIONS, seconds: SECONDS, configurations, operations: meter, cost };
+// The dashboard under load (bench/dashboard.mjs), in the tuned configuration; BENCH_DASHBOARD=0 skips it.
+let dashboard = null;
+if (process.env.BENCH_DASHBOARD !== "0") {
+  const tuned = CONFIGURATIONS.find((each) => each.name === "tuned");
+  process.env.TMPDIR = tuned.stateDir;
+  process.env.X_LOCAL_OBSERVABILITY = tuned.observability;
+  console.log(`\ndashboard under load: ${FIXTURE_ROWS.toLocaleString("en")} stored deliveries, tuned configuration`);
+  dashboard = await dashboardUnderLoad({ seconds: SECONDS, rounds: Math.max(1, Math.min(ROUNDS, 2)) });
+}
+const results = { measuredAt: new Date().toISOString(), loadGenerator: "wrk", connections: CONNECTIONS, seconds: SECONDS, configurations, dashboard, operations: meter, cost };
 writeFileSync(join(ROOT, "bench", "results.json"), `${JSON.stringify(results, null, 2)}\n`);
 
 console.log(`\nwebhook-inbox benchmark (local runtime, one run, wrk -t2 -c${CONNECTIONS}, ${SECONDS} s loads)`);
@@ -405,6 +415,7 @@ for (const result of configurations) printConfiguration(result);
 console.log(
   "\nruntime CPU ms each: CPU time of the workerd process that runs the worker (with its Durable Objects, local D1 and queue broker, on one thread) per request, or per delivery end to end; ingest includes the consumer's work meanwhile.",
 );
+if (dashboard) printDashboard(dashboard);
 console.log(`\nper delivery (measured over ${meter.deliveries} deliveries, 10% sent twice, with an example effect of one keyed row):`);
 console.table({
   "D1 statements": { all: round(meter.total.d1Statements / meter.deliveries), "hot path (without the handler's effect)": round((meter.total.d1Statements - meter.total.effectStatements) / meter.deliveries) },
