@@ -1,11 +1,12 @@
 /**
  * webhook-inbox: the Worker's entry points, wired and nothing else.
  *
- * - fetch: the Hono app (receiver, health, admin API)
+ * - fetch: the Hono app (receiver, health, admin API, dashboard)
  * - queue: the delivery consumer, and the dead-letter recorder for the dead-letter queue; both
  *   wait (the batch is retried with a delay) while the configuration is invalid
  * - scheduled: the sweeper (cron), reported to the Sweeper object
- * - Durable Objects: DeliveryLease (one per delivery) and Sweeper (the sweep heartbeat)
+ * - Durable Objects: DeliveryLease (one per delivery), Sweeper (the sweep heartbeat) and
+ *   SignInThrottle (the dashboard's failed sign-ins, one per client address)
  */
 import { HANDLERS } from "./handlers";
 import { app } from "./http/app";
@@ -17,6 +18,7 @@ import { ensureSweepHeartbeat, sweepFromCron } from "./processing/sweeper";
 
 export { DeliveryLease } from "./processing/lease";
 export { Sweeper } from "./processing/sweeper";
+export { SignInThrottle } from "./http/ui/sign-in-throttle";
 
 export default {
   fetch: app.fetch,

@@ -1,10 +1,11 @@
-/** The Hono app: config, the error boundary, health, the receiver. */
+/** The Hono app: config, the error boundary, health, the receiver, the admin API, the dashboard. */
 import { Hono } from "hono";
 import { checkConfig, ConfigError, loadConfig } from "../config";
 import { admin } from "./admin";
 import { renderError } from "./errors";
 import { receiver } from "./receiver";
 import type { AppEnv } from "./types";
+import { renderUiError, ui } from "./ui";
 
 export const app = new Hono<AppEnv>();
 
@@ -25,6 +26,9 @@ app.use("*", async (c, next) => {
 
 app.route("/", receiver);
 app.route("/admin", admin);
+app.route("/ui", ui);
 
 app.notFound((c) => c.json({ error: "not_found", message: "no such route" }, 404));
-app.onError(renderError);
+// The dashboard renders its own errors as pages; this catches those raised before its routes run
+// (a bad config). Everything else keeps the JSON error shape.
+app.onError((error, c) => (c.req.path === "/ui" || c.req.path.startsWith("/ui/") ? renderUiError(error, c) : renderError(error, c)));

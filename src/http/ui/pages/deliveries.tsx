@@ -1,0 +1,180 @@
+/** `GET /ui/deliveries`: the filters (a GET form, so every view is a link), the lookup by id, and one page of deliveries. */
+import { DELIVERY_STATUSES, type DeliverySummary } from "../../../store/admin";
+import { Notice, Problems, RelativeTime, StatusBadge } from "../components";
+import { sourceChoices } from "../filters";
+import { shorten } from "../format";
+import { bulkReplayHref, deliveryHref, listHref, type ListFilter } from "../links";
+
+/** Characters of an error shown in the list; the delivery's page has it whole. */
+const ERROR_CHARS = 90;
+
+export interface DeliveriesPageProps {
+  readonly filter: ListFilter;
+  readonly problems: readonly string[];
+  readonly deliveries: readonly DeliverySummary[];
+  /** The cursor of the next page, or null on the last. */
+  readonly nextCursor: string | null;
+  /** Whether this is a later page (so "first page" makes sense). */
+  readonly paged: boolean;
+  /** A lookup by id that found no single delivery: what was looked for. */
+  readonly lookup?: { readonly id: string; readonly source: string | undefined } | undefined;
+  readonly nowMs: number;
+}
+
+export function DeliveriesPage(props: DeliveriesPageProps) {
+  const { filter } = props;
+  return (
+    <>
+      <h1>Deliveries</h1>
+      <LookupForm lookup={props.lookup} source={filter.source} />
+      <FilterForm filter={filter} />
+      <Problems problems={props.problems} />
+      {props.lookup ? (
+        <Notice kind="info">
+          <p>
+            {props.deliveries.length === 0
+              ? `No delivery has the id “${props.lookup.id}” ${props.lookup.source ? `in the source ${props.lookup.source}` : "in any configured source"}.`
+              : `${props.deliveries.length} deliveries have the id “${props.lookup.id}”, one per source.`}
+          </p>
+        </Notice>
+      ) : null}
+      {filter.status === "failed" && props.deliveries.length > 0 ? (
+        <p class="actions">
+          <a class="button button-secondary" href={bulkReplayHref(filter)}>
+            Replay the failed deliveries these filters match…
+          </a>
+        </p>
+      ) : null}
+      <DeliveryTable deliveries={props.deliveries} nowMs={props.nowMs} />
+      {props.lookup ? null : (
+        <nav class="pager" aria-label="Pages">
+          {props.paged ? <a href={listHref(filter)}>First page</a> : null}
+          {props.nextCursor ? <a href={listHref(filter, props.nextCursor)}>Next page</a> : <span class="muted">No more deliveries.</span>}
+        </nav>
+      )}
+    </>
+  );
+}
+
+function LookupForm(props: { lookup: DeliveriesPageProps["lookup"]; source: string | undefined }) {
+  const selected = props.lookup?.source ?? "";
+  return (
+    <form class="filters" method="get" action="/ui/deliveries" role="search" aria-label="Find a delivery by id">
+      <div class="field">
+        <label for="lookup-id">Delivery id</label>
+        <input id="lookup-id" name="id" type="search" value={props.lookup?.id ?? ""} maxlength={255} required class="mono" />
+      </div>
+      <div class="field">
+        <label for="lookup-source">In source</label>
+        <select id="lookup-source" name="source">
+          <option value="" selected={selected === ""}>
+            any source
+          </option>
+          {sourceChoices(props.lookup?.source).map((source) => (
+            <option value={source} selected={selected === source}>
+              {source}
+            </option>
+          ))}
+        </select>
+      </div>
+      <button type="submit">Find</button>
+    </form>
+  );
+}
+
+function FilterForm(props: { filter: ListFilter }) {
+  const { filter } = props;
+  return (
+    <form class="filters" method="get" action="/ui/deliveries" aria-label="Filter deliveries">
+      <div class="field">
+        <label for="filter-status">Status</label>
+        <select id="filter-status" name="status">
+          <option value="" selected={!filter.status}>
+            any status
+          </option>
+          {DELIVERY_STATUSES.map((status) => (
+            <option value={status} selected={filter.status === status}>
+              {status}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div class="field">
+        <label for="filter-source">Source</label>
+        <select id="filter-source" name="source">
+          <option value="" selected={!filter.source}>
+            any source
+          </option>
+          {sourceChoices(filter.source).map((source) => (
+            <option value={source} selected={filter.source === source}>
+              {source}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div class="field">
+        <label for="filter-event-type">Event type</label>
+        <input id="filter-event-type" name="eventType" type="text" value={filter.eventType ?? ""} maxlength={255} placeholder="payment_intent.succeeded" />
+      </div>
+      <div class="field">
+        <label for="filter-since">Received since (UTC)</label>
+        <input id="filter-since" name="since" type="text" value={filter.since ?? ""} placeholder="2026-12-03T07:00" aria-describedby="time-hint" />
+      </div>
+      <div class="field">
+        <label for="filter-until">Received before (UTC)</label>
+        <input id="filter-until" name="until" type="text" value={filter.until ?? ""} placeholder="2026-12-03T08:00" aria-describedby="time-hint" />
+      </div>
+      <button type="submit">Filter</button>
+      <a href="/ui/deliveries">Clear filters</a>
+      <span id="time-hint" class="hint">
+        Times in UTC: a date, or a date and time such as 2026-12-03T07:00.
+      </span>
+    </form>
+  );
+}
+
+/** The deliveries as a table, newest first; each id links to its page. */
+export function DeliveryTable(props: { deliveries: readonly DeliverySummary[]; nowMs: number }) {
+  if (props.deliveries.length === 0) return <p>No deliveries match.</p>;
+  return (
+    <table>
+      <caption class="visually-hidden">Deliveries, newest first</caption>
+      <thead>
+        <tr>
+          <th scope="col">Status</th>
+          <th scope="col">Source</th>
+          <th scope="col">Id</th>
+          <th scope="col">Event type</th>
+          <th scope="col" class="num">
+            Attempts
+          </th>
+          <th scope="col">Last error</th>
+          <th scope="col">Received</th>
+          <th scope="col">Updated</th>
+        </tr>
+      </thead>
+      <tbody>
+        {props.deliveries.map((delivery) => (
+          <tr>
+            <td>
+              <StatusBadge status={delivery.status} />
+            </td>
+            <td>{delivery.source}</td>
+            <td class="mono">
+              <a href={deliveryHref(delivery)}>{delivery.id}</a>
+            </td>
+            <td>{delivery.eventType ?? <span class="muted">none</span>}</td>
+            <td class="num">{delivery.attempts}</td>
+            <td>{delivery.error === null ? "" : <span title={delivery.error}>{shorten(delivery.error, ERROR_CHARS)}</span>}</td>
+            <td>
+              <RelativeTime iso={delivery.receivedAt} nowMs={props.nowMs} />
+            </td>
+            <td>
+              <RelativeTime iso={delivery.updatedAt} nowMs={props.nowMs} />
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}

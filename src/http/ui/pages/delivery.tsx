@@ -1,0 +1,213 @@
+/**
+ * `GET /ui/deliveries/:source/:id`: every field, the request headers, the body, the attempt
+ * history, and what can be done (replay, or force replay behind a confirmation). Everything here
+ * but the labels was sent by a provider, or by whoever holds a source's secret: JSX text only.
+ */
+import type { DeliveryDetail } from "../../../store/admin";
+import type { AttemptEntry } from "../../../store/attempt-log";
+import { viewBody } from "../body-view";
+import { AbsoluteTime, CopyButton, Notice, OutcomeBadge, StatusBadge } from "../components";
+import { bytesText, millisecondsText } from "../format";
+import { deliveryHref } from "../links";
+
+/** What a replay's redirect can say (`?notice=`): fixed texts, nothing from the query is shown. */
+const NOTICES = {
+  replayed: { kind: "info", text: "Replayed: the delivery is back in the queue with its attempts reset. Reload to follow it." },
+  "in-flight": { kind: "error", text: "Not replayed: the delivery is still received or processing." },
+  done: { kind: "error", text: "Not replayed: the delivery is done. Use Force replay to run its handler again." },
+  "body-pruned": { kind: "error", text: "Not replayed: retention cleared its body, so its handler would have nothing to run on." },
+} as const;
+
+export type NoticeCode = keyof typeof NOTICES;
+
+/** The notice of a `?notice=` code, or undefined for none or an unknown one. */
+export function noticeFor(code: string | undefined): NoticeCode | undefined {
+  return code !== undefined && Object.hasOwn(NOTICES, code) ? (code as NoticeCode) : undefined;
+}
+
+export function DeliveryPage(props: { delivery: DeliveryDetail; notice: NoticeCode | undefined; nowMs: number }) {
+  const { delivery } = props;
+  const notice = props.notice ? NOTICES[props.notice] : undefined;
+  return (
+    <>
+      <p>
+        <a href="/ui/deliveries">All deliveries</a> ›{" "}
+        <a href={`/ui/deliveries?source=${encodeURIComponent(delivery.source)}`}>{delivery.source}</a>
+      </p>
+      <h1>
+        <span class="mono">{delivery.id}</span> <StatusBadge status={delivery.status} />
+      </h1>
+      {notice ? (
+        <Notice kind={notice.kind}>
+          <p>{notice.text}</p>
+        </Notice>
+      ) : null}
+      <Actions delivery={delivery} />
+      <Fields delivery={delivery} nowMs={props.nowMs} />
+      <h2 id="attempts">Attempt history</h2>
+      <AttemptTable entries={delivery.attemptLog} nowMs={props.nowMs} />
+      <h2 id="headers">Request headers</h2>
+      <HeaderTable headers={delivery.headers} />
+      <h2 id="body">Body</h2>
+      <Body delivery={delivery} />
+    </>
+  );
+}
+
+function Actions(props: { delivery: DeliveryDetail }) {
+  const { delivery } = props;
+  if (delivery.body === null && (delivery.status === "done" || delivery.status === "failed")) {
+    return <p class="muted">Retention cleared the body of this delivery: it cannot be replayed.</p>;
+  }
+  if (delivery.status === "failed") {
+    return (
+      <div class="actions">
+        <form method="post" action={deliveryHref(delivery, "/replay")}>
+          <button type="submit">Replay</button>
+        </form>
+        <span class="muted">Runs its handler again from attempt 1. Replay once the cause is fixed.</span>
+      </div>
+    );
+  }
+  if (delivery.status === "done") {
+    return (
+      <div class="actions">
+        <a class="button button-secondary" href={deliveryHref(delivery, "/replay")}>
+          Force replay…
+        </a>
+        <span class="muted">It is done; a forced replay runs its handler again, after you confirm.</span>
+      </div>
+    );
+  }
+  return <p class="muted">In flight ({delivery.status}): nothing to replay.</p>;
+}
+
+function Fields(props: { delivery: DeliveryDetail; nowMs: number }) {
+  const { delivery } = props;
+  return (
+    <dl class="fields">
+      <dt>Source</dt>
+      <dd>{delivery.source}</dd>
+      <dt>Id</dt>
+      <dd>
+        <span class="mono">{delivery.id}</span>
+        <CopyButton value={delivery.id} label="Copy the delivery id" />
+      </dd>
+      <dt>Event type</dt>
+      <dd>{delivery.eventType ?? <span class="muted">none</span>}</dd>
+      <dt>Status</dt>
+      <dd>
+        <StatusBadge status={delivery.status} />
+      </dd>
+      <dt>Attempts</dt>
+      <dd>{delivery.attempts}</dd>
+      <dt>Handled</dt>
+      <dd>{delivery.handled === null ? <span class="muted">not yet</span> : delivery.handled ? "yes" : "no: no handler matched (unhandled)"}</dd>
+      <dt>Last error</dt>
+      <dd>{delivery.error === null ? <span class="muted">none</span> : <pre class="block" tabindex={0}>{delivery.error}</pre>}</dd>
+      <dt>Received</dt>
+      <dd>
+        <AbsoluteTime iso={delivery.receivedAt} nowMs={props.nowMs} />
+      </dd>
+      <dt>Updated</dt>
+      <dd>
+        <AbsoluteTime iso={delivery.updatedAt} nowMs={props.nowMs} />
+      </dd>
+    </dl>
+  );
+}
+
+function AttemptTable(props: { entries: readonly AttemptEntry[]; nowMs: number }) {
+  if (props.entries.length === 0) return <p class="muted">No attempt recorded yet (a first run is recorded when it ends).</p>;
+  return (
+    <table>
+      <caption class="visually-hidden">Attempts and replays, oldest first</caption>
+      <thead>
+        <tr>
+          <th scope="col" class="num">
+            Attempt
+          </th>
+          <th scope="col">Started</th>
+          <th scope="col" class="num">
+            Took
+          </th>
+          <th scope="col">Outcome</th>
+          <th scope="col">Error</th>
+        </tr>
+      </thead>
+      <tbody>
+        {props.entries.map((entry) => (
+          <tr>
+            <td class="num">{entry.attempt ?? "–"}</td>
+            <td>{entry.at === null ? <span class="muted">unknown</span> : <AbsoluteTime iso={entry.at} nowMs={props.nowMs} />}</td>
+            <td class="num">{entry.ms === null ? "–" : millisecondsText(entry.ms)}</td>
+            <td>
+              <OutcomeBadge outcome={entry.outcome} />
+            </td>
+            <td>{entry.error ?? ""}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function HeaderTable(props: { headers: DeliveryDetail["headers"] }) {
+  if (props.headers === null) {
+    return <p class="muted">Not stored: received before the inbox kept headers, or cleared by retention with the body.</p>;
+  }
+  return (
+    <>
+      <table>
+        <caption class="visually-hidden">Request headers as received</caption>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Value</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.headers.map(([name, value]) => (
+            <tr>
+              <th scope="row" class="mono">
+                {name}
+              </th>
+              <td class="mono">{value}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <p class="muted">Headers that carry a credential (Authorization, Cookie, a provider's token) are never stored.</p>
+    </>
+  );
+}
+
+const BODY_LABEL = { json: "JSON, pretty-printed", text: "text (UTF-8)", base64: "binary, shown as base64" } as const;
+
+function Body(props: { delivery: DeliveryDetail }) {
+  const { delivery } = props;
+  if (delivery.body === null) return <p class="muted">Cleared by retention (BODY_RETENTION_DAYS after it was received).</p>;
+  const view = viewBody(delivery.body);
+  const download = (
+    <a href={deliveryHref(delivery, "/body")} download="">
+      Download the bytes as received
+    </a>
+  );
+  if (view.kind === "too_large") {
+    return (
+      <p>
+        {bytesText(view.bytes)}, too large to show here. {download}
+      </p>
+    );
+  }
+  return (
+    <>
+      <p>
+        {bytesText(view.bytes)}, {BODY_LABEL[view.kind]}. {download}
+      </p>
+      <pre class="block" tabindex={0}>
+        <code>{view.text}</code>
+      </pre>
+    </>
+  );
+}
