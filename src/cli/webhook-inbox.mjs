@@ -3,10 +3,10 @@
  * webhook-inbox: operate an inbox from a shell, through its admin API (HTTP only).
  *
  *   webhook-inbox status
- *   webhook-inbox list [--status failed] [--source stripe] [--limit 50] [--cursor c]
+ *   webhook-inbox list [--status failed] [--source stripe] [--type T] [--since T] [--until T] [--limit 50] [--cursor c]
  *   webhook-inbox show <source> <id>
  *   webhook-inbox replay <source> <id> [--force]
- *   webhook-inbox replay --failed [--source stripe]
+ *   webhook-inbox replay --failed [--source stripe] [--type T] [--since T] [--until T]
  *
  * Exit codes: 0 done; 1 the inbox refused or could not be reached; 2 bad usage.
  */
@@ -24,10 +24,15 @@ const HELP = `Usage: webhook-inbox <command> [options]
 Commands:
   status                              counts by status and source, oldest waiting delivery
   list [--status S] [--source S]      deliveries, newest first (--limit 1-200, default 50;
-       [--limit N] [--cursor C]       --cursor continues from the previous page)
-  show <source> <id>                  one delivery with its body
+       [--type T] [--since T]         --cursor continues from the previous page; --type: an
+       [--until T]                    event type; --since/--until: received at or after /
+       [--limit N] [--cursor C]       before an ISO time, e.g. 2026-12-03T00:00:00Z)
+  show <source> <id>                  one delivery: its fields, request headers, attempt
+                                      history and body
   replay <source> <id> [--force]      put a failed delivery back (--force: also a done one)
-  replay --failed [--source S]        put every failed delivery back (of one source)
+  replay --failed [--source S]        put every failed delivery back (of one source, event
+       [--type T] [--since T]         type or time range)
+       [--until T]
 
 Options:
   --url URL        the inbox (default: $INBOX_URL, else ${DEFAULT_URL})
@@ -46,6 +51,9 @@ const OPTIONS = /** @type {const} */ ({
   source: { type: "string" },
   limit: { type: "string" },
   cursor: { type: "string" },
+  type: { type: "string" },
+  since: { type: "string" },
+  until: { type: "string" },
   force: { type: "boolean" },
   failed: { type: "boolean" },
 });
@@ -102,8 +110,8 @@ export async function main(argv, io = {}) {
         break;
       case "replay":
         if (values.failed) {
-          expectArguments(rest, 0, "replay --failed [--source S]");
-          await replayFailed(client, values.source, print, out);
+          expectArguments(rest, 0, "replay --failed [--source S] [--type T] [--since T] [--until T]");
+          await replayFailed(client, filterOf(values), print, out);
         } else {
           expectArguments(rest, 2, "replay <source> <id> [--force], or replay --failed");
           await replayOne(client, /** @type {[string, string]} */ (rest), Boolean(values.force), print, out);
@@ -126,6 +134,16 @@ export async function main(argv, io = {}) {
 /** @param {string[]} rest @param {number} count @param {string} form */
 function expectArguments(rest, count, form) {
   if (rest.length !== count) throw usage(`expected: webhook-inbox ${form}`);
+}
+
+/**
+ * The filters a listing and a bulk replay share, in the admin API's names (the API checks the times).
+ * @param {{ source?: string, type?: string, since?: string, until?: string }} values
+ */
+function filterOf(values) {
+  return Object.fromEntries(
+    Object.entries({ source: values.source, eventType: values.type, since: values.since, until: values.until }).filter(([, value]) => value !== undefined),
+  );
 }
 
 /** @param {string} source @param {string} id */
@@ -155,7 +173,7 @@ async function status(client, print, out) {
 
 /**
  * @param {AdminClient} client
- * @param {{ status?: string, source?: string, limit?: string, cursor?: string }} values
+ * @param {{ status?: string, source?: string, type?: string, since?: string, until?: string, limit?: string, cursor?: string }} values
  * @param {Printer} print
  * @param {Out} out
  */
@@ -163,7 +181,9 @@ async function list(client, values, print, out) {
   if (values.status !== undefined && !STATUSES.includes(values.status)) throw usage(`--status must be one of ${STATUSES.join(", ")}`);
   if (values.limit !== undefined && !/^\d+$/.test(values.limit)) throw usage("--limit must be a whole number");
   const query = new URLSearchParams();
-  for (const name of /** @type {const} */ (["status", "source", "limit", "cursor"])) if (values[name] !== undefined) query.set(name, values[name]);
+  if (values.status !== undefined) query.set("status", values.status);
+  for (const [name, value] of Object.entries(filterOf(values))) query.set(name, value);
+  for (const name of /** @type {const} */ (["limit", "cursor"])) if (values[name] !== undefined) query.set(name, values[name]);
   const page = await client.get(`/deliveries${query.size > 0 ? `?${query}` : ""}`);
   if (print) return print(page);
   if (page.deliveries.length === 0) return out("no deliveries");
@@ -175,7 +195,10 @@ async function list(client, values, print, out) {
       deliveries.map((d) => [d.receivedAt, d.source, d.id, d.eventType, d.status === "done" && d.handled === false ? "done (unhandled)" : d.status, d.attempts, d.error]),
     ),
   );
-  if (page.nextCursor) out(`\nmore: webhook-inbox list --cursor ${page.nextCursor}${values.status ? ` --status ${values.status}` : ""}${values.source ? ` --source ${values.source}` : ""}`);
+  if (page.nextCursor) {
+    const repeated = ["status", "source", "type", "since", "until"].flatMap((name) => (values[name] !== undefined ? [`--${name} ${values[name]}`] : []));
+    out(`\nmore: webhook-inbox list --cursor ${page.nextCursor}${repeated.map((flag) => ` ${flag}`).join("")}`);
+  }
 }
 
 /** @param {AdminClient} client @param {[string, string]} ref @param {Printer} print @param {Out} out */
@@ -200,6 +223,18 @@ async function show(client, [source, id], print, out) {
       { maxWidth: 1_000 },
     ),
   );
+  if (delivery.attemptLog?.length > 0) {
+    out("");
+    /** @type {{ attempt: number | null, at: string | null, ms: number | null, outcome: string, error: string | null }[]} */
+    const log = delivery.attemptLog;
+    out(table(["ATTEMPT", "STARTED", "TOOK", "OUTCOME", "ERROR"], log.map((entry) => [entry.attempt, entry.at, entry.ms === null ? null : `${entry.ms} ms`, entry.outcome, entry.error]), { maxWidth: 200 }));
+  }
+  if (delivery.headers) {
+    out("");
+    /** @type {[string, string][]} */
+    const headers = delivery.headers;
+    out(headers.map(([name, value]) => `${name}: ${value}`).join("\n"));
+  }
   out("");
   out(bodyText(delivery.body));
 }
@@ -218,23 +253,25 @@ async function replayOne(client, [source, id], force, print, out) {
 /**
  * Calls the bulk endpoint until no failed delivery is left, but replays at most as many as were
  * failed at the start: one that fails again at once is not replayed a second time in this run.
- * @param {AdminClient} client @param {string | undefined} source @param {Printer} print @param {Out} out
+ * @param {AdminClient} client @param {Record<string, string>} filter @param {Printer} print @param {Out} out
  */
-async function replayFailed(client, source, print, out) {
+async function replayFailed(client, filter, print, out) {
   let replayed = 0;
   let budget = Infinity;
   let remaining = 0;
   do {
     const limit = Math.min(BULK_REPLAY_BATCH, budget - replayed);
     if (limit <= 0) break;
-    const result = await client.post("/replay", { status: "failed", ...(source ? { source } : {}), limit });
+    const result = await client.post("/replay", { status: "failed", ...filter, limit });
     if (budget === Infinity) budget = result.replayed + result.remaining;
     replayed += result.replayed;
     remaining = result.remaining;
     if (result.replayed === 0) break;
   } while (remaining > 0);
   if (print) return print({ replayed, remaining });
-  out(`replayed ${replayed} failed deliver${replayed === 1 ? "y" : "ies"}${source ? ` of ${source}` : ""}; ${remaining} still failed`);
+  const { source, ...narrower } = filter;
+  const of = Object.entries(narrower).map(([name, value]) => `${name} ${value}`);
+  out(`replayed ${replayed} failed deliver${replayed === 1 ? "y" : "ies"}${source ? ` of ${source}` : ""}${of.length > 0 ? ` (${of.join(", ")})` : ""}; ${remaining} still failed`);
 }
 
 // Run when executed (also through npm's bin symlink), not when imported by a test.

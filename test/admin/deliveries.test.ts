@@ -175,3 +175,21 @@ describe("the listing's query plan", () => {
     expect(await planOf({ status: "done", limit: 50, after })).toEqual(["SEARCH deliveries USING INDEX deliveries_by_age ((received_at,source,id)<(?,?,?))"]);
   });
 });
+
+describe("GET /admin/deliveries filters (event type, received time)", () => {
+  it("narrows by event type and a time range given in any offset, and refuses a time that is not one", async () => {
+    const source = "list-filters";
+    const store = (id: string, type: string, minutes: number) =>
+      insertDelivery(env.DB, { source, id, eventType: type, body: new TextEncoder().encode("{}"), receivedAtMs: T0 + minutes * 60_000 }).run();
+    await store("f-1", "invoice.paid", 0);
+    await store("f-2", "invoice.paid", 30);
+    await store("f-3", "charge.failed", 60);
+    const ids = async (query: string) => ((await admin(`/deliveries?source=${source}&${query}`)).json.deliveries as { id: string }[]).map((delivery) => delivery.id);
+    expect(await ids("eventType=invoice.paid")).toEqual(["f-2", "f-1"]);
+    // 01:00+01:00 is 00:00Z: since is inclusive, until exclusive.
+    expect(await ids(`since=${encodeURIComponent("2026-12-01T00:30:00Z")}&until=${encodeURIComponent("2026-12-01T02:00:00+01:00")}`)).toEqual(["f-2"]);
+    const bad = await admin(`/deliveries?source=${source}&since=yesterday`);
+    expect(bad.status).toBe(400);
+    expect(bad.json.message).toMatch(/^since: /);
+  });
+});

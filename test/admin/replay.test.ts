@@ -212,3 +212,18 @@ describe("POST /admin/replay", () => {
     expect(result).toMatchObject({ status: 400, json: { error: "bad_request" } });
   });
 });
+
+describe("POST /admin/replay with the listing's filters", () => {
+  it("replays only the failed deliveries of the event type and time range asked for", async () => {
+    const [a, b] = [await failedDelivery("bf-type-a", "bulk-filter"), await failedDelivery("bf-type-b", "bulk-filter")];
+    await env.DB.prepare("UPDATE deliveries SET event_type = 'invoice.paid' WHERE source = ?1 AND id = ?2").bind(a.source, a.id).run();
+    const result = await adminRecording("/replay", { status: "failed", source: "bulk-filter", eventType: "invoice.paid" });
+    expect(result.json).toEqual({ replayed: 1, remaining: 0 });
+    expect(result.sent).toEqual([a]);
+    expect((await deliveryRow(b.source, b.id))?.status).toBe("failed");
+    // A range that ends before b was received takes nothing.
+    const none = await adminRecording("/replay", { status: "failed", source: "bulk-filter", until: "2000-01-01T00:00:00Z" });
+    expect(none.json).toEqual({ replayed: 0, remaining: 0 });
+    expect((await deliveryRow(b.source, b.id))?.status).toBe("failed");
+  });
+});

@@ -74,6 +74,45 @@ describe("webhook-inbox (against a stub API)", () => {
     assert.match(result.stdout, /more: webhook-inbox list --cursor abc --status failed --source stripe$/);
   });
 
+  it("passes the event type and time filters to list and to replay --failed", async () => {
+    answer = [200, JSON.stringify({ deliveries: [], nextCursor: null })];
+    await run(["list", "--type", "invoice.paid", "--since", "2026-12-03T00:00:00Z", "--until", "2026-12-04T00:00:00Z"]);
+    assert.equal(requests.at(-1)?.url, "/admin/deliveries?eventType=invoice.paid&since=2026-12-03T00%3A00%3A00Z&until=2026-12-04T00%3A00%3A00Z");
+    answer = [200, JSON.stringify({ replayed: 1, remaining: 0 })];
+    const result = await run(["replay", "--failed", "--source", "stripe", "--type", "invoice.paid"]);
+    assert.deepEqual(JSON.parse(requests.at(-1)?.body ?? "{}"), { status: "failed", source: "stripe", eventType: "invoice.paid", limit: 100 });
+    assert.equal(result.stdout, "replayed 1 failed delivery of stripe (eventType invoice.paid); 0 still failed");
+  });
+
+  it("shows a delivery's attempt history and request headers before its body", async () => {
+    answer = [
+      200,
+      JSON.stringify({
+        source: "stripe",
+        id: "evt_1",
+        eventType: "invoice.paid",
+        status: "done",
+        attempts: 2,
+        error: null,
+        handled: true,
+        receivedAt: "2026-12-04T00:00:00.000Z",
+        updatedAt: "2026-12-04T00:00:05.000Z",
+        body: { bytes: 2, text: "{}", base64: "e30=" },
+        headers: [["stripe-signature", "t=1,v1=ab"]],
+        attemptLog: [
+          { attempt: 1, at: "2026-12-04T00:00:00.100Z", ms: 31, outcome: "retry", error: "Error: upstream 503" },
+          { attempt: 2, at: "2026-12-04T00:00:04.000Z", ms: 12, outcome: "done", error: null },
+        ],
+      }),
+    ];
+    const result = await run(["show", "stripe", "evt_1"]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /^1\s+2026-12-04T00:00:00\.100Z\s+31 ms\s+retry\s+Error: upstream 503$/m);
+    assert.match(result.stdout, /^2\s+2026-12-04T00:00:04\.000Z\s+12 ms\s+done\s+-$/m);
+    assert.match(result.stdout, /^stripe-signature: t=1,v1=ab$/m);
+    assert.ok(result.stdout.indexOf("OUTCOME") < result.stdout.indexOf("stripe-signature:") && result.stdout.indexOf("stripe-signature:") < result.stdout.lastIndexOf("{}"));
+  });
+
   it("escapes source and id in the path of show and replay", async () => {
     answer = [202, JSON.stringify({ status: "replayed", source: "s", id: "a/b c" })];
     await run(["replay", "s", "a/b c", "--force"]);

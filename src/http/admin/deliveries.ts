@@ -9,7 +9,7 @@ import { DeliveryDetailSchema, DeliveryListSchema, DeliveryParamsSchema, ListQue
 const listRoute = createRoute({
   method: "get",
   path: "/deliveries",
-  summary: "Deliveries, newest first, filtered by status and source, in pages",
+  summary: "Deliveries, newest first, filtered by status, source, event type and received time, in pages",
   security: BEARER_SECURITY,
   request: { query: ListQuerySchema },
   responses: {
@@ -32,8 +32,8 @@ const getRoute = createRoute({
 
 export const deliveryRoutes = adminRouter()
   .openapi(listRoute, async (c) => {
-    const { status, source, limit, cursor } = c.req.valid("query");
-    const page = await listDeliveries(c.env.DB, { status, source, limit, after: cursor ? decodeCursor(cursor)! : undefined });
+    const { status, source, eventType, since, until, limit, cursor } = c.req.valid("query");
+    const page = await listDeliveries(c.env.DB, { status, source, eventType, since, until, limit, after: cursor ? decodeCursor(cursor)! : undefined });
     return c.json({ deliveries: page.deliveries, nextCursor: page.nextKey ? encodeCursor(page.nextKey) : null }, 200);
   })
   .openapi(getRoute, async (c) => {

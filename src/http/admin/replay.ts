@@ -49,6 +49,6 @@ export const replayRoutes = adminRouter()
     return c.json({ status: "replayed" as const, source: ref.source, id: ref.id }, 202);
   })
   .openapi(replayFailedRoute, async (c) => {
-    const { source, limit } = c.req.valid("json");
-    return c.json(await replayFailed(c.env, { source, limit }), 200);
+    const { source, eventType, since, until, limit } = c.req.valid("json");
+    return c.json(await replayFailed(c.env, { source, eventType, since, until, limit }), 200);
   });

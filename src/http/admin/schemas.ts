@@ -22,6 +22,21 @@ export const ErrorSchema = z
 const StatusSchema = z.enum(DELIVERY_STATUSES).openapi("DeliveryStatus");
 const SourceSchema = z.string().min(1).max(100).openapi({ example: "stripe" });
 
+const EventTypeSchema = z.string().min(1).max(200).openapi({ example: "invoice.paid" });
+
+/** A time bound, any ISO 8601 date-time with an offset; compared as the stored UTC form. */
+const TimeBoundSchema = z.iso
+  .datetime({ offset: true })
+  .transform((text) => new Date(text).toISOString())
+  .openapi({ example: "2026-12-03T00:00:00Z" });
+
+/** What a listing and a bulk replay can be narrowed to, besides the status and source. */
+const FilterFields = {
+  eventType: EventTypeSchema.optional(),
+  since: TimeBoundSchema.optional().openapi({ description: "received at or after this time" }),
+  until: TimeBoundSchema.optional().openapi({ description: "received before this time" }),
+};
+
 const StatusCountsSchema = z
   .object({ received: z.number().int(), processing: z.number().int(), done: z.number().int(), failed: z.number().int() })
   .openapi("StatusCounts");
@@ -91,6 +106,7 @@ export const DeliveryDetailSchema = DeliverySummarySchema.extend({
 export const ListQuerySchema = z.object({
   status: StatusSchema.optional(),
   source: SourceSchema.optional(),
+  ...FilterFields,
   limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(DEFAULT_LIST_LIMIT),
   cursor: z
     .string()
@@ -140,6 +156,7 @@ export const BulkReplayBodySchema = z
   .strictObject({
     status: z.literal("failed").openapi({ description: "only failed deliveries are replayed in bulk" }),
     source: SourceSchema.optional(),
+    ...FilterFields,
     limit: z.number().int().min(1).max(MAX_BULK_REPLAY_LIMIT).default(DEFAULT_BULK_REPLAY_LIMIT),
   })
   .openapi("BulkReplayRequest");
