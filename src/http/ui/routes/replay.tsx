@@ -4,9 +4,9 @@
  * - `POST /ui/deliveries/:source/:id/replay` (`force=true` for a done one, sent by the
  *   confirmation page `GET /ui/deliveries/:source/:id/replay`), then back to the delivery's page;
  * - `GET /ui/replay?…filters` (how many failed ones match, and a confirmation), and
- *   `POST /ui/replay`, which replays one bounded batch and comes back to the same page to confirm
- *   the next: never more than were confirmed, so a delivery that fails again at once is not
- *   replayed twice in one run.
+ *   `POST /ui/replay`, which replays one bounded batch (oldest first) and comes back to the same
+ *   page to confirm the next: never more in all than were confirmed, so deliveries that fail again
+ *   at once cannot keep a run going.
  */
 import { Hono } from "hono";
 import { countFailed, getDelivery } from "../../../store/admin";
