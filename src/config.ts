@@ -4,12 +4,14 @@
  * Numeric vars come from `wrangler.toml` `[vars]` (or `.dev.vars` locally) as strings; a value
  * that is not a whole number in range is a startup error that names the variable, rather than
  * a silent fallback. Vars that only make sense together are then checked together. Webhook
- * secrets are looked up per source in secrets.ts.
+ * secrets are looked up per source in secrets.ts; the forwarding vars are read here too
+ * (forwarding/config.ts), so that a bad one stops the inbox like any other.
  *
  * A bad config never fails a delivery: the HTTP routes answer 503 `config_invalid`, queue
  * batches wait and retry, and the sweeper's heartbeat keeps beating until it is fixed.
  */
 import { z } from "zod";
+import { parseForwarding, type ForwardingConfig } from "./forwarding/config";
 
 /**
  * A whole-number var with a default, bounded so a typo cannot disable a safety limit. The
@@ -82,6 +84,8 @@ export interface InboxConfig {
   readonly sweepIntervalSeconds: number;
   readonly publicBaseUrl: string | undefined;
   readonly adminToken: string | undefined;
+  /** The sources whose deliveries are forwarded (`<SOURCE>_FORWARD_URL`, forwarding/config.ts). */
+  readonly forwarding: ForwardingConfig;
 }
 
 /** One thing wrong with the configuration: the vars involved and what is wrong, never their values. */
@@ -141,10 +145,12 @@ export function loadConfig(env: object): InboxConfig {
   if (cached) return cached;
   const result = varsSchema.safeParse(env);
   if (!result.success) {
-    throw new ConfigError(result.error.issues.map((issue) => ({ variables: [issue.path.join(".")], problem: issue.message })));
+    const problems = result.error.issues.map((issue) => ({ variables: [issue.path.join(".")], problem: issue.message }));
+    throw new ConfigError([...problems, ...parseForwarding(env, null).problems]);
   }
   const vars = result.data;
-  const problems = combinedProblems(vars);
+  const forwarding = parseForwarding(env, { leaseSeconds: vars.LEASE_SECONDS, handlerTimeoutSeconds: vars.HANDLER_TIMEOUT_SECONDS });
+  const problems = [...combinedProblems(vars), ...forwarding.problems];
   if (problems.length > 0) throw new ConfigError(problems);
   const config: InboxConfig = {
     maxBodyBytes: vars.MAX_BODY_BYTES,
@@ -158,6 +164,7 @@ export function loadConfig(env: object): InboxConfig {
     sweepIntervalSeconds: vars.SWEEP_INTERVAL_SECONDS,
     publicBaseUrl: vars.PUBLIC_BASE_URL,
     adminToken: vars.ADMIN_TOKEN === "" ? undefined : vars.ADMIN_TOKEN,
+    forwarding: forwarding.forwarding,
   };
   parsed.set(env, config);
   return config;

@@ -19,6 +19,7 @@ import { ensureSweepHeartbeat, sweepFromCron } from "./processing/sweeper";
 export { DeliveryLease } from "./processing/lease";
 export { Sweeper } from "./processing/sweeper";
 export { SignInThrottle } from "./http/ui/sign-in-throttle";
+export { ForwardLimiter } from "./forwarding/limiter";
 
 export default {
   fetch: app.fetch,

@@ -6,9 +6,14 @@
  * `<SOURCE>_WEBHOOK_SECRET_PREVIOUS`, and both verify while both are set.
  */
 
+/** How a source's vars begin: `stripe` → `STRIPE`, `my-shop` → `MY_SHOP`. */
+export function sourceVarPrefix(source: string): string {
+  return source.toUpperCase().replaceAll("-", "_");
+}
+
 /** `stripe` → `STRIPE_WEBHOOK_SECRET`, `my-shop` → `MY_SHOP_WEBHOOK_SECRET`. */
 export function secretVarName(source: string): string {
-  return `${source.toUpperCase().replaceAll("-", "_")}_WEBHOOK_SECRET`;
+  return `${sourceVarPrefix(source)}_WEBHOOK_SECRET`;
 }
 
 /** `stripe` → `STRIPE_WEBHOOK_SECRET_PREVIOUS`: the secret being rotated out. */

@@ -26,6 +26,7 @@ describe("loadConfig", () => {
       sweepIntervalSeconds: 10,
       publicBaseUrl: undefined,
       adminToken: undefined,
+      forwarding: { bySource: {} },
     });
   });
 

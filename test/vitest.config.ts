@@ -48,5 +48,7 @@ export default defineConfig(async () => ({
     include: process.env.BENCH_METER ? ["bench/meter.spec.ts"] : ["test/**/*.test.ts"],
     exclude: ["test/e2e/**"],
     setupFiles: ["./test/setup/apply-migrations.ts"],
+    // A real HTTP backend for the forwarding tests, in Node; its URL reaches them by inject().
+    globalSetup: ["./test/setup/forward-backend.mjs"],
   },
 }));

@@ -3,11 +3,13 @@
  * what a failure means (the retry policy). The consumer (consumer.ts) batches the round trips
  * around this; everything here is about a single delivery.
  */
-import type { InboxConfig } from "../config";
+import { loadConfig, type InboxConfig } from "../config";
+import { destinationOf } from "../forwarding/config";
+import { forwardDelivery, forwardedDelivery } from "../forwarding/forward";
 import { sha256, toHex } from "../providers/crypto";
 import type { RunTiming } from "../store/attempt-log";
 import { markFailed, markRetrying, type ClaimedDelivery } from "../store/lifecycle";
-import { describeError, PermanentError } from "./errors";
+import { describeError, PermanentError, RetryAfterError } from "./errors";
 import { findHandler, parseEvent, type HandlerContext, type HandlerRegistry } from "./handlers";
 import type { DeliveryLease } from "./lease";
 import { leaseName, type DeadLetter, type DeliveryRef } from "./messages";
@@ -43,7 +45,17 @@ export interface HandledDelivery {
   readonly effects: readonly D1PreparedStatement[];
 }
 
-/** Runs the matching handler (if any) and collects its effects. Throws what the handler throws. */
+/**
+ * Runs the matching handler (if any) and collects its effects, then, for a source with a forward
+ * URL (`<SOURCE>_FORWARD_URL`), forwards the delivery. Throws what the handler or the forward
+ * throws.
+ *
+ * The code handler goes first and the forward last: the handler's D1 effects are committed with
+ * the done mark only once the backend took the delivery, so both happen or neither does. A
+ * handler that throws stops the delivery before anything is sent; a forward that fails retries
+ * both, the handler's effects uncommitted (its external calls, keyed by `ctx.idempotencyKey`,
+ * repeat; the backend deduplicates on `webhook-id`).
+ */
 export async function runHandler(
   env: Env,
   handlers: HandlerRegistry,
@@ -53,7 +65,8 @@ export async function runHandler(
   signal: AbortSignal,
 ): Promise<HandledDelivery> {
   const handler = findHandler(handlers, ref.source, delivery.eventType);
-  if (!handler) return { handled: false, effects: [] };
+  const destination = destinationOf(loadConfig(env).forwarding, ref.source);
+  if (!handler && !destination) return { handled: false, effects: [] };
   const effects: D1PreparedStatement[] = [];
   const ctx: HandlerContext = {
     deliveryId: ref.id,
@@ -67,15 +80,37 @@ export async function runHandler(
     effect: (...statements) => void effects.push(...statements),
     order: createOrderGuard(env.DB, ref, (statement) => void effects.push(statement)),
   };
-  const returned = await handler(parseEvent(delivery.body), ctx);
-  if (returned) effects.push(...returned);
+  if (handler) {
+    const returned = await handler(parseEvent(delivery.body), ctx);
+    if (returned) effects.push(...returned);
+  }
+  if (destination) await forwardDelivery(env, destination, await forwardedDelivery(ctx), signal);
   return { handled: true, effects };
+}
+
+/**
+ * A `RetryAfterError`'s wait is honoured up to this. A destination that asks for longer is down,
+ * which the backoff and MAX_ATTEMPTS handle; the sweeper leaves a retry alone this long (sweeper.ts).
+ */
+export const MAX_RETRY_AFTER_SECONDS = 300;
+
+/**
+ * The wait before the retry of an attempt that threw `error`: the backoff, or a `RetryAfterError`'s
+ * wait (capped at MAX_RETRY_AFTER_SECONDS) when that is longer.
+ * @example
+ * retryDelaySeconds(new RetryAfterError("503", 30), 2); // 30
+ * retryDelaySeconds(new Error("boom"), 2); // 2
+ */
+export function retryDelaySeconds(error: unknown, backoffSeconds: number): number {
+  if (!(error instanceof RetryAfterError) || error.retryAfterSeconds === null) return backoffSeconds;
+  return Math.max(backoffSeconds, Math.min(error.retryAfterSeconds, MAX_RETRY_AFTER_SECONDS));
 }
 
 /**
  * The retry policy for an attempt that threw: `PermanentError` or the last attempt → failed and
  * dead-lettered; anything else → back to `received` and retried after
- * RETRY_BASE_SECONDS · 2^(attempt−1). Every write is fenced by the lease token.
+ * RETRY_BASE_SECONDS · 2^(attempt−1), or a `RetryAfterError`'s longer wait. Every write is fenced
+ * by the lease token.
  */
 export async function handleFailure(
   error: unknown,
@@ -97,7 +132,7 @@ export async function handleFailure(
     await lease.settle(token);
     return { action: "ack", reason: "failed" };
   }
-  const delaySeconds = config.retryBaseSeconds * 2 ** (attempt - 1);
+  const delaySeconds = retryDelaySeconds(error, config.retryBaseSeconds * 2 ** (attempt - 1));
   if (!(await markRetrying(env.DB, ref, token, message, Date.now(), run))) return { action: "ack", reason: "lease_lost" };
   await lease.release(token, Date.now() + delaySeconds * 1000);
   return { action: "retry", reason: "handler_error", delaySeconds };

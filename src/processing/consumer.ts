@@ -7,7 +7,8 @@
  * the lease, and ack the message. A delivery's lease covers only its own work, and is renewed from
  * its claim until its result is recorded: a slow handler keeps its delivery, and holds up neither
  * the leases nor the results of the others in its batch. What a handler throws
- * decides the rest (attempt.ts): `PermanentError` fails at once; anything else retries with
+ * decides the rest (attempt.ts): `PermanentError` fails at once; `DeferredError` (a busy forward
+ * destination) puts it back on the queue, counting nothing; anything else retries with
  * backoff until MAX_ATTEMPTS, then fails. Failed deliveries go to the dead-letter queue.
  *
  * The D1 work is still batched where that widens no window: the mark and commit statements of
@@ -20,11 +21,11 @@
  * growing delay; only a handler that ran counts. Every message is acked only once its delivery is
  * handled, recorded, or known to be someone else's (busy, settled, lease lost).
  */
-import { loadConfig, type InboxConfig } from "../config";
+import { loadConfig, QUEUE_MAX_DELAY_SECONDS, type InboxConfig } from "../config";
 import { createBatcher, type StatementBatcher } from "../store/batcher";
 import { claimedDelivery, committedWith, isLeaseLost, markDeferred, markDone, markTakeover, readClaim } from "../store/lifecycle";
 import { handleFailure, isStatementError, runHandler, sendDeadLetter, type Outcome } from "./attempt";
-import { describeError } from "./errors";
+import { DeferredError, describeError } from "./errors";
 import type { HandlerRegistry } from "./handlers";
 import { BatchTimeUpError, holdLease, withDeadline } from "./keep-lease";
 import type { ClaimResult, DeliveryLease } from "./lease";
@@ -164,10 +165,14 @@ async function processClaimed(
     const timeUp = leftMs < handlerMs ? () => new BatchTimeUpError("the consumer invocation's time ran out") : undefined;
     handled = await withDeadline((signal) => runHandler(env, handlers, ref, claimed.delivery, claimed.attempt, signal), Math.max(1_000, Math.min(handlerMs, leftMs)), timeUp);
   } catch (error) {
-    if (error instanceof BatchTimeUpError) {
-      if (!(await markDeferred(env.DB, ref, token, Date.now(), run))) return { action: "ack", reason: "lease_lost" };
-      await lease.release(token, Date.now());
-      return { action: "retry", reason: "deferred", delaySeconds: 0 };
+    // Cut short by the batch's time limit, or told to wait (its forward destination is busy):
+    // not the delivery's fault, so its run is not counted.
+    if (error instanceof BatchTimeUpError || error instanceof DeferredError) {
+      const deferred = error instanceof DeferredError ? error : null;
+      const delaySeconds = deferred ? Math.min(deferred.delaySeconds, QUEUE_MAX_DELAY_SECONDS) : 0;
+      if (!(await markDeferred(env.DB, ref, token, Date.now(), run, deferred?.message))) return { action: "ack", reason: "lease_lost" };
+      await lease.release(token, Date.now() + delaySeconds * 1000);
+      return { action: "retry", reason: "deferred", delaySeconds };
     }
     return handleFailure(error, env, config, ref, lease, token, claimed.attempt, run);
   }

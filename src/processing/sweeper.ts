@@ -21,6 +21,7 @@ import { DurableObject } from "cloudflare:workers";
 import { checkConfig, ConfigError, loadConfig } from "../config";
 import { maintainOverview } from "../store/overview";
 import { applyRetention, takeStranded, type RetentionResult } from "../store/sweep";
+import { MAX_RETRY_AFTER_SECONDS } from "./attempt";
 import { enqueueDeliveries } from "./enqueue";
 import { describeError } from "./errors";
 
@@ -39,8 +40,9 @@ export async function sweep(env: Env, nowMs: number): Promise<SweepReport> {
   const config = loadConfig(env);
   const afterMs = config.sweepAfterSeconds * 1000;
   const leaseMs = config.leaseSeconds * 1000;
-  // The longest a delivery waits between attempts; past it (and a lease), its retry was lost.
-  const longestBackoffMs = config.retryBaseSeconds * 1000 * 2 ** Math.max(0, config.maxAttempts - 2);
+  // The longest a delivery waits between attempts (the backoff, or a destination's Retry-After,
+  // attempt.ts); past it (and a lease), its retry was lost.
+  const longestBackoffMs = Math.max(config.retryBaseSeconds * 2 ** Math.max(0, config.maxAttempts - 2), MAX_RETRY_AFTER_SECONDS) * 1000;
   const stranded = await takeStranded(
     env.DB,
     {

@@ -160,16 +160,24 @@ export async function markRetrying(db: D1Database, ref: DeliveryRef, token: numb
 }
 
 /**
- * Records a run cut short by the consumer's own time limit (not the handler's fault): back to
- * `received`, the run not counted. Fenced: false when a newer claim took the delivery over.
+ * Records a run cut short by the consumer's own time limit, or deferred because its forward
+ * destination was busy (not the handler's fault): back to `received`, the run not counted, `why`
+ * in its attempt history. Fenced: false when a newer claim took the delivery over.
  */
-export async function markDeferred(db: D1Database, ref: DeliveryRef, token: number, nowMs: number, run?: RunTiming): Promise<boolean> {
+export async function markDeferred(
+  db: D1Database,
+  ref: DeliveryRef,
+  token: number,
+  nowMs: number,
+  run?: RunTiming,
+  why = "cut short: the consumer invocation's time ran out",
+): Promise<boolean> {
   const result = await db
     .prepare(
       `UPDATE deliveries SET status = 'received', lease_token = ?3, updated_at = ?4, attempt_log = ${appendAttempt(entryAt(5, "NULL"))}
         WHERE source = ?1 AND id = ?2 AND ${RESULT_FENCE}`,
     )
-    .bind(ref.source, ref.id, token, isoTime(nowMs), attemptJson("deferred", nowMs, run, "cut short: the consumer invocation's time ran out (not counted)"))
+    .bind(ref.source, ref.id, token, isoTime(nowMs), attemptJson("deferred", nowMs, run, `${why} (not counted)`))
     .run();
   return result.meta.changes > 0;
 }

@@ -65,13 +65,14 @@ describe("the sweeper", () => {
 
   it("leaves a delivery waiting for its backoff retry alone until the backoff is long past", async () => {
     await storeDelivery({ source: "sweep", id: "backoff" });
-    // Failed its 2nd attempt 90 s ago: still inside 60 s + 16 s longest backoff + 60 s lease.
-    await age("sweep", "backoff", { attempts: 2, updated_at: iso(NOW - 90_000) });
+    // Failed its 2nd attempt 400 s ago: still inside 60 s + the longest wait for a retry + 60 s
+    // lease, the wait being the longest Retry-After honoured (300 s; the longest backoff is 16 s).
+    await age("sweep", "backoff", { attempts: 2, updated_at: iso(NOW - 400_000) });
     const early = recordingQueue(env.DELIVERIES);
     await sweep({ ...env, DELIVERIES: early.producer }, NOW);
     expect(early.sent).toEqual([]);
     const late = recordingQueue(env.DELIVERIES);
-    await sweep({ ...env, DELIVERIES: late.producer }, NOW + 60_000);
+    await sweep({ ...env, DELIVERIES: late.producer }, NOW + 30_000);
     expect(late.sent).toContainEqual({ source: "sweep", id: "backoff" });
   });
 

@@ -1,0 +1,169 @@
+/**
+ * Forwarding a delivery to an HTTP backend: take a slot of the destination's concurrency limit,
+ * send the signed request (request.ts), judge the answer (response.ts), give the slot back. The
+ * outcome is told the way every handler tells it, by what it throws (processing/errors.ts):
+ *
+ * - nothing: the backend took the delivery (2xx); the delivery is done;
+ * - `RetryAfterError`: 408, 429, 5xx, a timeout or a network error: retried with the inbox's
+ *   backoff, or the destination's `Retry-After` when longer, until MAX_ATTEMPTS;
+ * - `PermanentError`: any other 4xx, or a redirect: failed at once, the status in its error;
+ * - `DeferredError`: no slot free (or the limiter unreachable): back on the queue for a while,
+ *   no attempt used up.
+ *
+ * Used for `<SOURCE>_FORWARD_URL` (attempt.ts, after the source's code handler if it has one) and
+ * by `forward({ url, secret })`, a handler like any other for the registry.
+ */
+import { loadConfig } from "../config";
+import { DeferredError, describeError, PermanentError, RetryAfterError } from "../processing/errors";
+import type { Handler, HandlerContext } from "../processing/handlers";
+import { readContentType } from "../store/content-type";
+import {
+  checkForwardSecret,
+  checkForwardUrl,
+  DEFAULT_CONCURRENCY,
+  DEFAULT_TIMEOUT_SECONDS,
+  MAX_CONCURRENCY,
+  timeoutProblem,
+  wholeNumberProblem,
+  type ForwardDestination,
+} from "./destination";
+import { limiterFor } from "./limiter";
+import { forwardRequest, type ForwardedDelivery } from "./request";
+import { judgeResponse } from "./response";
+
+/** A slot outlives its request's timeout by this much, so it is never dropped under a request still running. */
+export const SLOT_MARGIN_SECONDS = 15;
+/** The wait when the limiter itself could not be reached. */
+export const LIMITER_UNAVAILABLE_WAIT_SECONDS = 10;
+/** The wait of a delivery whose `forward()` options are not usable yet (a var not set): like a bad var's. */
+export const MISCONFIGURED_WAIT_SECONDS = 300;
+
+/** The delivery of a handler's context, as forwarding sends it. */
+export async function forwardedDelivery(ctx: HandlerContext): Promise<ForwardedDelivery> {
+  return {
+    source: ctx.source,
+    deliveryId: ctx.deliveryId,
+    eventType: ctx.eventType,
+    contentType: await readContentType(ctx.env.DB, { source: ctx.source, id: ctx.deliveryId }),
+    body: ctx.rawBody,
+    idempotencyKey: ctx.idempotencyKey,
+    attempt: ctx.attempt,
+  };
+}
+
+/**
+ * Sends `delivery` to `destination` once. Returns when the backend took it (2xx); throws what
+ * the outcome means otherwise (see the top of this file). `signal` is the handler's deadline: when
+ * it aborts, its reason is thrown as it is.
+ */
+export async function forwardDelivery(env: Env, destination: ForwardDestination, delivery: ForwardedDelivery, signal: AbortSignal): Promise<void> {
+  const limiter = limiterFor(env, destination.url);
+  const slotId = crypto.randomUUID();
+  let answer;
+  try {
+    answer = await limiter.acquire(slotId, destination.concurrency, (destination.timeoutSeconds + SLOT_MARGIN_SECONDS) * 1000);
+  } catch (error) {
+    console.error("forwarding: the concurrency limiter could not be reached, the delivery waits:", describeError(error));
+    throw new DeferredError("the forward destination's concurrency limiter could not be reached", LIMITER_UNAVAILABLE_WAIT_SECONDS);
+  }
+  if (!answer.granted) {
+    throw new DeferredError(`the forward destination has ${destination.concurrency} requests in flight already`, answer.waitSeconds);
+  }
+
+  // A request that timed out may still be running at the destination: its slot is kept until
+  // it expires, so the limit still counts it.
+  let keepSlot = false;
+  let result;
+  try {
+    const timeout = AbortSignal.timeout(destination.timeoutSeconds * 1000);
+    const request = await forwardRequest(destination, delivery, Math.floor(Date.now() / 1000), AbortSignal.any([signal, timeout]));
+    try {
+      result = await judgeResponse(await fetch(request), destination.url, Date.now());
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      if (timeout.aborted) {
+        keepSlot = true;
+        throw new RetryAfterError(`the forward destination did not answer within ${destination.timeoutSeconds} s`, null);
+      }
+      const text = describeError(error);
+      throw new RetryAfterError(`the forward destination could not be reached: ${text.length > 200 ? `${text.slice(0, 200)}…` : text}`, null);
+    }
+  } finally {
+    if (!keepSlot) {
+      await limiter.release(slotId).catch((error: unknown) => {
+        console.error("forwarding: could not give a slot back; it expires by itself:", describeError(error));
+      });
+    }
+  }
+  if (result.kind === "retry") throw new RetryAfterError(result.reason, result.retryAfterSeconds);
+  if (result.kind === "rejected") throw new PermanentError(result.reason);
+}
+
+/** The options of `forward()`. A value may be given as a function of the env, to read it from a var or secret. */
+export interface ForwardOptions {
+  /** The destination: https://, or http:// for localhost. */
+  readonly url: string | ((env: Env) => unknown);
+  /** The Standard Webhooks signing secret, `whsec_…`. Keep it out of the code: `(env) => env.BILLING_FORWARD_SECRET`. */
+  readonly secret: string | ((env: Env) => unknown);
+  /** Default 30; at most half of LEASE_SECONDS and under HANDLER_TIMEOUT_SECONDS. */
+  readonly timeoutSeconds?: number;
+  /** Requests in flight at once to the destination's origin; default 10. */
+  readonly concurrency?: number;
+}
+
+/** The destination of `options` under `env`, or what is wrong with it (words, never a value). */
+function resolveDestination(options: ForwardOptions, env: Env): ForwardDestination | string {
+  const read = (value: string | ((env: Env) => unknown)) => (typeof value === "function" ? value(env) : value);
+  const urlValue = read(options.url);
+  const secretValue = read(options.secret);
+  if (typeof urlValue !== "string" || urlValue.trim() === "") return "the url option gives no URL (is its var set?)";
+  if (typeof secretValue !== "string" || secretValue.trim() === "") return "the secret option gives no secret (is it set?)";
+  const url = checkForwardUrl(urlValue);
+  if (!url.ok) return `the url option ${url.problem}`;
+  const secret = checkForwardSecret(secretValue);
+  if (!secret.ok) return `the secret option ${secret.problem}`;
+  const timeoutSeconds = options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
+  const config = loadConfig(env);
+  const timeout = timeoutProblem(timeoutSeconds, { leaseSeconds: config.leaseSeconds, handlerTimeoutSeconds: config.handlerTimeoutSeconds });
+  if (timeout) return `the timeoutSeconds option: ${timeout}`;
+  return { url: url.url, key: secret.key, timeoutSeconds, concurrency: options.concurrency ?? DEFAULT_CONCURRENCY };
+}
+
+/**
+ * A handler that forwards each delivery it is given, as `<SOURCE>_FORWARD_URL` does for a whole
+ * source: for routing by event type. Literal options are checked at once (a mistake throws when
+ * the registry is built); values read from the env are checked at the first delivery, and while
+ * they are unusable the deliveries wait (DeferredError, logged), failing none.
+ * @example
+ * export const HANDLERS = defineHandlers({
+ *   stripe: {
+ *     "invoice.paid": forward({ url: "https://billing.example.com/webhooks", secret: (env) => env.BILLING_FORWARD_SECRET }),
+ *     "payment_intent.succeeded": recordPayment,
+ *   },
+ * });
+ */
+export function forward(options: ForwardOptions): Handler {
+  if (typeof options.url === "string") {
+    const url = checkForwardUrl(options.url);
+    if (!url.ok) throw new TypeError(`forward(): url ${url.problem}`);
+  }
+  if (typeof options.secret === "string") {
+    const secret = checkForwardSecret(options.secret);
+    if (!secret.ok) throw new TypeError(`forward(): secret ${secret.problem}`);
+  }
+  const timeout = wholeNumberProblem(options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS, 1, 840);
+  if (timeout) throw new TypeError(`forward(): timeoutSeconds ${timeout}`);
+  const concurrency = wholeNumberProblem(options.concurrency ?? DEFAULT_CONCURRENCY, 1, MAX_CONCURRENCY);
+  if (concurrency) throw new TypeError(`forward(): concurrency ${concurrency}`);
+
+  const destinations = new WeakMap<object, ForwardDestination | string>();
+  return async (_event, ctx) => {
+    let destination = destinations.get(ctx.env);
+    if (destination === undefined) destinations.set(ctx.env, (destination = resolveDestination(options, ctx.env)));
+    if (typeof destination === "string") {
+      console.error(`forward() for ${ctx.source}/${ctx.eventType ?? "*"}: ${destination}; its deliveries wait`);
+      throw new DeferredError(`forward(): ${destination}`, MISCONFIGURED_WAIT_SECONDS);
+    }
+    await forwardDelivery(ctx.env, destination, await forwardedDelivery(ctx), ctx.signal);
+  };
+}

@@ -1,0 +1,88 @@
+// A source with both a code handler and a forward URL, and forward() as a handler in the registry.
+import { beforeAll, describe, expect, it } from "vitest";
+import { forward, MISCONFIGURED_WAIT_SECONDS } from "../../src/forwarding/forward";
+import { PermanentError } from "../../src/processing/errors";
+import { defineHandlers, type Handler } from "../../src/processing/handlers";
+import { deliveryRow } from "../helpers/db";
+import { backendCalls, FORWARD_SECRET, forwardingTo, planBackend } from "../helpers/forward-backend";
+import { consume, countRows, createEffectTables, storeDelivery } from "../helpers/processing";
+
+beforeAll(createEffectTables);
+
+describe("a source with a code handler and a forward URL", () => {
+  it("runs the handler, then forwards; the handler's effects commit only once the backend took the delivery", async () => {
+    const ref = { source: "standard", id: "both-then" };
+    await storeDelivery(ref, { type: "invoice.paid" }, "invoice.paid");
+    const url = await planBackend("/both", { status: 503 }, { status: 200 });
+    let runs = 0;
+    const record: Handler = (_event, ctx) => {
+      runs++;
+      return [ctx.env.DB.prepare("INSERT INTO keyed_effects (delivery_id, note) VALUES (?, 'both')").bind(ctx.deliveryId)];
+    };
+    const handlers = defineHandlers({ standard: { "*": record } });
+    const first = await consume([ref], handlers, forwardingTo("standard", url));
+    expect(first.outcomes[0]!.reason).toBe("handler_error");
+    expect(runs).toBe(1);
+    expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ?", ref.id)).toBe(0);
+    const second = await consume([ref], handlers, forwardingTo("standard", url));
+    expect(second.outcomes[0]!.reason).toBe("done");
+    expect(runs).toBe(2);
+    expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
+    expect((await backendCalls("/both")).calls).toHaveLength(2);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 2, handled: 1 });
+  });
+
+  it("sends nothing when the handler throws", async () => {
+    const ref = { source: "standard", id: "both-handler-fails" };
+    await storeDelivery(ref, { type: "invoice.paid" }, "invoice.paid");
+    const url = await planBackend("/both-handler-fails", { status: 200 });
+    const handlers = defineHandlers({
+      standard: {
+        "*": () => {
+          throw new PermanentError("invoice has no customer");
+        },
+      },
+    });
+    expect((await consume([ref], handlers, forwardingTo("standard", url))).outcomes[0]!.reason).toBe("failed");
+    expect((await backendCalls("/both-handler-fails")).calls).toEqual([]);
+  });
+});
+
+describe("forward() in the registry", () => {
+  it("forwards only the event types it is registered for", async () => {
+    const url = await planBackend("/billing", { status: 200 });
+    const handlers = defineHandlers({ standard: { "invoice.paid": forward({ url, secret: () => FORWARD_SECRET }) } });
+    const invoice = { source: "standard", id: "routed-invoice" };
+    const other = { source: "standard", id: "routed-other" };
+    await storeDelivery(invoice, { type: "invoice.paid" }, "invoice.paid");
+    await storeDelivery(other, { type: "customer.updated" }, "customer.updated");
+    const { outcomes } = await consume([invoice, other], handlers);
+    expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done", "unhandled"]);
+    const { calls } = await backendCalls("/billing");
+    expect(calls.map((call) => call.headers["webhook-inbox-delivery-id"])).toEqual(["routed-invoice"]);
+  });
+
+  it("reads its url and secret from the env, and lets deliveries wait, counting nothing, while a var is unset", async () => {
+    // Named off the <NAME>_FORWARD_URL convention, which the config check would catch first (config.test.ts).
+    const url = await planBackend("/from-vars", { status: 200 });
+    const vars = (env: Env) => env as unknown as Record<string, string | undefined>;
+    const handler = forward({ url: (env) => vars(env).BILLING_URL, secret: (env) => vars(env).BILLING_SIGNING_SECRET });
+    const handlers = defineHandlers({ standard: { "*": handler } });
+    const ref = { source: "standard", id: "from-vars" };
+    await storeDelivery(ref, { type: "invoice.paid" }, "invoice.paid");
+    const waiting = await consume([ref], handlers, { BILLING_URL: url } as Partial<Env>);
+    expect(waiting.outcomes[0]).toEqual({ action: "retry", reason: "deferred", delaySeconds: MISCONFIGURED_WAIT_SECONDS });
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "received", attempts: 0 });
+    const sent = await consume([ref], handlers, { BILLING_URL: url, BILLING_SIGNING_SECRET: FORWARD_SECRET } as Partial<Env>);
+    expect(sent.outcomes[0]!.reason).toBe("done");
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 });
+  });
+
+  it("throws at once for literal options that cannot work", () => {
+    expect(() => forward({ url: "http://billing.example.com/", secret: FORWARD_SECRET })).toThrow(/url must be an absolute https:\/\/ URL/);
+    expect(() => forward({ url: "https://billing.example.com/", secret: "plain-secret" })).toThrow(/secret must be a Standard Webhooks secret/);
+    expect(() => forward({ url: "https://billing.example.com/", secret: FORWARD_SECRET, concurrency: 0 })).toThrow(/concurrency/);
+    expect(() => forward({ url: "https://billing.example.com/", secret: FORWARD_SECRET, timeoutSeconds: 1.5 })).toThrow(/timeoutSeconds/);
+    expect(() => forward({ url: "https://billing.example.com/", secret: FORWARD_SECRET })).not.toThrow();
+  });
+});

@@ -1,0 +1,46 @@
+// The per-destination concurrency limit, through the real consumer: the rest wait their turn on
+// the queue, none failed or charged an attempt, and the backend never sees more than the limit.
+import { describe, expect, it } from "vitest";
+import { defineHandlers } from "../../src/processing/handlers";
+import type { DeliveryRef } from "../../src/processing/messages";
+import { deliveryRow } from "../helpers/db";
+import { backendCalls, forwardingTo, planBackend } from "../helpers/forward-backend";
+import { consume, storeDelivery } from "../helpers/processing";
+
+const NO_HANDLERS = defineHandlers({});
+
+describe("the concurrency limit", () => {
+  it("sends at most the limit at once; the others are deferred, uncounted, and all are sent once in the end", async () => {
+    // Each answer takes 800 ms: long enough that all seven ask for a slot while the first two are out.
+    const url = await planBackend("/limited", { status: 200, delayMs: 800 });
+    const refs: DeliveryRef[] = Array.from({ length: 7 }, (_, index) => ({ source: "standard", id: `limited-${index}` }));
+    for (const ref of refs) await storeDelivery(ref, { type: "invoice.paid" }, "invoice.paid");
+    const vars = forwardingTo("standard", url, { STANDARD_FORWARD_CONCURRENCY: "2" });
+
+    // Two consumers at once, as two isolates would be: the limit holds across them.
+    const [first, second] = await Promise.all([consume(refs.slice(0, 4), NO_HANDLERS, vars), consume(refs.slice(4), NO_HANDLERS, vars)]);
+    const outcomes = [...first.outcomes, ...second.outcomes];
+    const done = outcomes.filter((outcome) => outcome.reason === "done");
+    const deferred = outcomes.filter((outcome) => outcome.reason === "deferred");
+    expect(done.length + deferred.length).toBe(7);
+    expect(deferred.length).toBeGreaterThanOrEqual(5);
+    for (const outcome of deferred) expect(outcome).toMatchObject({ action: "retry", delaySeconds: expect.any(Number) });
+    expect(Math.min(...[...first.retryDelays, ...second.retryDelays].map(Number))).toBeGreaterThanOrEqual(1);
+    for (const [index, outcome] of outcomes.entries()) {
+      if (outcome.reason === "deferred") expect(await deliveryRow("standard", refs[index]!.id)).toMatchObject({ status: "received", attempts: 0, error: null });
+    }
+
+    // The queue brings the deferred back; here, rounds of the consumer until none is left.
+    let waiting = refs.filter((_, index) => outcomes[index]!.reason === "deferred");
+    for (let round = 0; round < 10 && waiting.length > 0; round++) {
+      const run = await consume(waiting, NO_HANDLERS, vars);
+      waiting = waiting.filter((_, index) => run.outcomes[index]!.reason === "deferred");
+    }
+    expect(waiting).toEqual([]);
+    for (const ref of refs) expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 });
+
+    const { calls, maxInFlight } = await backendCalls("/limited");
+    expect(maxInFlight).toBe(2);
+    expect(calls.map((call) => call.headers["webhook-inbox-delivery-id"]).sort()).toEqual(refs.map((ref) => ref.id).sort());
+  });
+});

@@ -1,0 +1,70 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import { limiterFor } from "../../src/forwarding/limiter";
+
+const HOLD_MS = 45_000;
+
+/** Ends the object's instance (as an eviction would): the next call meets a fresh one, storage kept. */
+async function evict(url: string) {
+  await runInDurableObject(limiterFor(env, url), (_instance, ctx) => ctx.abort("simulated eviction")).catch(() => {});
+  return limiterFor(env, url);
+}
+
+describe("ForwardLimiter", () => {
+  it("grants up to the limit, refuses the next with a wait of at least a second, and grants again once one is back", async () => {
+    const limiter = limiterFor(env, "https://grants.example.com/hooks");
+    for (const slot of ["a", "b", "c"]) expect(await limiter.acquire(slot, 3, HOLD_MS)).toEqual({ granted: true });
+    const refused = await limiter.acquire("d", 3, HOLD_MS);
+    expect(refused).toEqual({ granted: false, waitSeconds: expect.any(Number) });
+    expect((refused as { waitSeconds: number }).waitSeconds).toBeGreaterThanOrEqual(1);
+    expect(await limiter.inFlight()).toBe(3);
+    await limiter.release("b");
+    expect(await limiter.acquire("d", 3, HOLD_MS)).toEqual({ granted: true });
+  });
+
+  it("grants a slot held already again (a repeated call), counting it once", async () => {
+    const limiter = limiterFor(env, "https://repeat.example.com/");
+    expect(await limiter.acquire("same", 1, HOLD_MS)).toEqual({ granted: true });
+    expect(await limiter.acquire("same", 1, HOLD_MS)).toEqual({ granted: true });
+    expect(await limiter.inFlight()).toBe(1);
+  });
+
+  it("lets a slot expire, so that a worker that died mid-request holds none for good", async () => {
+    const limiter = limiterFor(env, "https://expiry.example.com/");
+    expect(await limiter.acquire("dead-worker", 1, 1_000)).toEqual({ granted: true });
+    expect((await limiter.acquire("next", 1, 1_000)).granted).toBe(false);
+    const realNow = Date.now.bind(Date);
+    // The clock of the object's isolate: this test shares it (vitest-plugin runs both in one).
+    const clock = vi.spyOn(Date, "now").mockImplementation(() => realNow() + 2_000);
+    try {
+      expect(await limiter.acquire("next", 1, 1_000)).toEqual({ granted: true });
+    } finally {
+      clock.mockRestore();
+    }
+  });
+
+  it("keeps its slots across an eviction (they are stored)", async () => {
+    const url = "https://evicted.example.com/";
+    const limiter = limiterFor(env, url);
+    expect(await limiter.acquire("held-1", 2, HOLD_MS)).toEqual({ granted: true });
+    expect(await limiter.acquire("held-2", 2, HOLD_MS)).toEqual({ granted: true });
+    const fresh = await evict(url);
+    expect(await fresh.inFlight()).toBe(2);
+    expect((await fresh.acquire("third", 2, HOLD_MS)).granted).toBe(false);
+    await fresh.release("held-1");
+    expect(await fresh.acquire("third", 2, HOLD_MS)).toEqual({ granted: true });
+  });
+
+  it("is one per origin: two paths of a service share its slots, another host has its own", async () => {
+    expect(await limiterFor(env, "https://shared.example.com/a").acquire("one", 1, HOLD_MS)).toEqual({ granted: true });
+    expect((await limiterFor(env, "https://shared.example.com/b?x=1").acquire("two", 1, HOLD_MS)).granted).toBe(false);
+    expect(await limiterFor(env, "https://other.example.com/a").acquire("two", 1, HOLD_MS)).toEqual({ granted: true });
+  });
+
+  it("never grants more than the limit to many callers at once", async () => {
+    const limiter = limiterFor(env, "https://race.example.com/");
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, index) => limiter.acquire(`slot-${index}`, 4, HOLD_MS)));
+    expect(answers.filter((answer) => answer.granted)).toHaveLength(4);
+  });
+});
