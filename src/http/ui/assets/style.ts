@@ -48,11 +48,14 @@ header.top nav a[aria-current="page"] { font-weight: 700; text-decoration-thickn
 .link-button { background: none; border: 0; padding: 0; font: inherit; color: var(--link); text-decoration: underline; cursor: pointer; }
 table { border-collapse: collapse; width: 100%; margin: 0.5rem 0 1rem; }
 caption { text-align: left; font-weight: 600; padding: 0.25rem 0; }
-th, td { text-align: left; padding: 0.4rem 0.6rem; border-bottom: 1px solid var(--line); vertical-align: top; overflow-wrap: anywhere; }
+th, td { text-align: left; padding: 0.4rem 0.6rem; border-bottom: 1px solid var(--line); vertical-align: top; overflow-wrap: break-word; }
+.break { overflow-wrap: anywhere; min-width: 12ch; }
+td.wide { min-width: 25ch; }
+.nowrap { white-space: nowrap; }
 thead th { border-bottom: 2px solid var(--line); white-space: nowrap; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 tbody th { font-weight: 600; }
-.badge { display: inline-block; padding: 0.05rem 0.5rem; border-radius: 0.8rem; font-size: 0.85em; font-weight: 600; border: 1px solid currentColor; white-space: nowrap; }
+.badge { display: inline-block; padding: 0.05rem 0.5rem; border-radius: 0.8rem; font-size: 0.8rem; vertical-align: middle; font-weight: 600; border: 1px solid currentColor; white-space: nowrap; }
 .badge-received { background: var(--received-bg); color: var(--received-fg); }
 .badge-processing { background: var(--processing-bg); color: var(--processing-fg); }
 .badge-done { background: var(--done-bg); color: var(--done-fg); }

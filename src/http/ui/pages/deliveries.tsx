@@ -114,7 +114,7 @@ function FilterForm(props: { filter: ListFilter }) {
       </div>
       <div class="field">
         <label for="filter-event-type">Event type</label>
-        <input id="filter-event-type" name="eventType" type="text" value={filter.eventType ?? ""} maxlength={255} placeholder="payment_intent.succeeded" />
+        <input id="filter-event-type" name="eventType" type="text" value={filter.eventType ?? ""} maxlength={255} placeholder="invoice.paid" />
       </div>
       <div class="field">
         <label for="filter-since">Received since (UTC)</label>
@@ -156,20 +156,20 @@ export function DeliveryTable(props: { deliveries: readonly DeliverySummary[]; n
       <tbody>
         {props.deliveries.map((delivery) => (
           <tr>
-            <td>
+            <td class="nowrap">
               <StatusBadge status={delivery.status} />
             </td>
-            <td>{delivery.source}</td>
-            <td class="mono">
+            <td class="nowrap">{delivery.source}</td>
+            <td class="mono break wide">
               <a href={deliveryHref(delivery)}>{delivery.id}</a>
             </td>
-            <td>{delivery.eventType ?? <span class="muted">none</span>}</td>
+            <td class="break wide">{delivery.eventType ?? <span class="muted">none</span>}</td>
             <td class="num">{delivery.attempts}</td>
-            <td>{delivery.error === null ? "" : <span title={delivery.error}>{shorten(delivery.error, ERROR_CHARS)}</span>}</td>
-            <td>
+            <td class="break">{delivery.error === null ? "" : <span title={delivery.error}>{shorten(delivery.error, ERROR_CHARS)}</span>}</td>
+            <td class="nowrap">
               <RelativeTime iso={delivery.receivedAt} nowMs={props.nowMs} />
             </td>
-            <td>
+            <td class="nowrap">
               <RelativeTime iso={delivery.updatedAt} nowMs={props.nowMs} />
             </td>
           </tr>

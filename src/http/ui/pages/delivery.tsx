@@ -139,12 +139,12 @@ function AttemptTable(props: { entries: readonly AttemptEntry[]; nowMs: number }
         {props.entries.map((entry) => (
           <tr>
             <td class="num">{entry.attempt ?? "–"}</td>
-            <td>{entry.at === null ? <span class="muted">unknown</span> : <AbsoluteTime iso={entry.at} nowMs={props.nowMs} />}</td>
+            <td class="nowrap">{entry.at === null ? <span class="muted">unknown</span> : <AbsoluteTime iso={entry.at} nowMs={props.nowMs} />}</td>
             <td class="num">{entry.ms === null ? "–" : millisecondsText(entry.ms)}</td>
             <td>
               <OutcomeBadge outcome={entry.outcome} />
             </td>
-            <td>{entry.error ?? ""}</td>
+            <td class="break">{entry.error ?? ""}</td>
           </tr>
         ))}
       </tbody>
@@ -169,10 +169,10 @@ function HeaderTable(props: { headers: DeliveryDetail["headers"] }) {
         <tbody>
           {props.headers.map(([name, value]) => (
             <tr>
-              <th scope="row" class="mono">
+              <th scope="row" class="mono break">
                 {name}
               </th>
-              <td class="mono">{value}</td>
+              <td class="mono break">{value}</td>
             </tr>
           ))}
         </tbody>
