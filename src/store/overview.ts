@@ -10,9 +10,10 @@
  *   takes what it deletes (store/sweep.ts); plus the rows past the mark, counted in the index;
  * - received per hour: `inbox_hours`, added by the same walk, plus the rows past the mark;
  * - received and processing: the partial index of unfinished rows (the backlog, small);
- * - failed: the partial index of failed rows; unhandled: that of unhandled done rows;
+ * - failed: the partial index of failed rows;
+ * - unhandled: `inbox_counts.unhandled`, kept exact by triggers (migrations/0008) and retention;
  * - done: what is left of the total.
- * None of these is a write on the hot path. Put together (`refreshOverview`), they are kept as one
+ * None of these is a write on the hot path (an unhandled delivery pays one row for its count). Put together (`refreshOverview`), they are kept as one
  * snapshot in `inbox_marks` and served from there for up to OVERVIEW_MAX_AGE_MS; the oldest waiting
  * delivery is read live (the first entry of the partial index).
  */
@@ -61,7 +62,9 @@ export interface Overview {
 /** The snapshot as stored (without the live oldest waiting). */
 type Snapshot = Omit<Overview, "oldestWaitingSeconds">;
 
-const MARK = `coalesce((SELECT value FROM inbox_marks WHERE name = '${COUNTED_THROUGH}'), '')`;
+/** The `counted_through` mark as an SQL expression ('' before the first walk). */
+export const COUNTED_MARK_SQL = `coalesce((SELECT value FROM inbox_marks WHERE name = '${COUNTED_THROUGH}'), '')`;
+const MARK = COUNTED_MARK_SQL;
 const OLDEST_WAITING_SQL = "SELECT MIN(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'processing')";
 
 /**
@@ -69,7 +72,7 @@ const OLDEST_WAITING_SQL = "SELECT MIN(received_at) AS oldest FROM deliveries WH
  * small table, never the deliveries table as a whole.
  */
 export const OVERVIEW_SQL = {
-  counted: "SELECT source, total FROM inbox_counts",
+  counted: "SELECT source, total, unhandled FROM inbox_counts",
   /**
    * The rows past the mark, by source: a range of the age index. Named, because the planner,
    * not knowing how few rows are past the mark, would rather walk the table in source order.
@@ -81,7 +84,6 @@ export const OVERVIEW_SQL = {
   pending: "SELECT source, status, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_pending WHERE status IN ('received', 'processing') GROUP BY source, status",
   failed: "SELECT source, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_failed WHERE status = 'failed' GROUP BY source",
   failedHours: "SELECT substr(received_at, 1, 13) AS hour, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_failed WHERE status = 'failed' AND received_at >= ?1 GROUP BY 1",
-  unhandled: "SELECT COUNT(*) AS n FROM deliveries INDEXED BY deliveries_unhandled WHERE status = 'done' AND handled = 0",
 } as const;
 
 /** The walk's statements, for `EXPLAIN QUERY PLAN` too. `?1`: the mark as read, `?2`: the new mark. */
@@ -141,11 +143,14 @@ export async function refreshOverview(db: D1Database, nowMs: number): Promise<Sn
     db.prepare(OVERVIEW_SQL.pending),
     db.prepare(OVERVIEW_SQL.failed),
     db.prepare(OVERVIEW_SQL.failedHours).bind(isoTime(firstHourMs)),
-    db.prepare(OVERVIEW_SQL.unhandled),
   ]);
   const rows = <T>(index: number) => results[index]!.results as T[];
   const totals = new Map<string, number>();
-  for (const { source, total } of rows<{ source: string; total: number }>(0)) totals.set(source, total);
+  let unhandled = 0;
+  for (const { source, total, unhandled: n } of rows<{ source: string; total: number; unhandled: number }>(0)) {
+    totals.set(source, total);
+    unhandled += n;
+  }
   for (const { source, n } of rows<{ source: string; n: number }>(1)) totals.set(source, (totals.get(source) ?? 0) + n);
 
   const bySource: Record<string, StatusCounts> = {};
@@ -175,7 +180,7 @@ export async function refreshOverview(db: D1Database, nowMs: number): Promise<Sn
     asOf: isoTime(nowMs),
     counts,
     bySource,
-    unhandled: rows<{ n: number }>(7)[0]?.n ?? 0,
+    unhandled,
     last24h: { received: received24, failed: failed24, failureRate: received24 === 0 ? null : failed24 / received24 },
     hourly,
   };

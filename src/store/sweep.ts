@@ -4,7 +4,7 @@
  */
 import type { DeliveryRef } from "../processing/messages";
 import { isoTime } from "./clock";
-import { COUNTED_THROUGH } from "./overview";
+import { COUNTED_MARK_SQL } from "./overview";
 
 export interface StrandedCutoffs {
   /**
@@ -76,9 +76,6 @@ const PRUNE_THROUGH = `(SELECT max(received_at) FROM (
 /** The rows retention deletes in one run: settled, received before `?1`, the `?2` oldest. */
 const DELETION = "SELECT source, id, received_at FROM deliveries WHERE received_at < ?1 AND status IN ('done', 'failed') ORDER BY received_at, source, id LIMIT ?2";
 
-/** How far the overview's count has come (store/overview.ts `COUNTED_THROUGH`), as an SQL expression. */
-const COUNTED_MARK = `coalesce((SELECT value FROM inbox_marks WHERE name = '${COUNTED_THROUGH}'), '')`;
-
 /**
  * The retention statements, exported so that a test can `EXPLAIN QUERY PLAN` exactly what runs.
  * Each walks the age index and stops at `?2` rows, and neither meets a row it already worked on.
@@ -92,13 +89,14 @@ export const RETENTION_SQL = {
   deleteSettled: `DELETE FROM deliveries WHERE (source, id) IN (SELECT source, id FROM (${DELETION}))`,
   /**
    * Goes first, in the same transaction: takes the rows `deleteSettled` is about to delete out of
-   * the overview's totals (store/overview.ts), those the count has passed; it touches only the
-   * sources that lose a row. The deletion's order is total, so both statements pick the same rows.
+   * the overview's counts (store/overview.ts), in one pass grouped by source: from `total` those
+   * the count has passed, from `unhandled` the unhandled ones. The deletion's order is total, so
+   * both statements pick the same rows.
    */
-  uncountDeleted: `UPDATE inbox_counts
-    SET total = total - (SELECT COUNT(*) FROM (${DELETION}) AS gone
-                          WHERE gone.source = inbox_counts.source AND gone.received_at < ${COUNTED_MARK})
-    WHERE source IN (SELECT gone.source FROM (${DELETION}) AS gone WHERE gone.received_at < ${COUNTED_MARK})`,
+  uncountDeleted: `INSERT INTO inbox_counts (source, total, unhandled)
+    SELECT source, -SUM(received_at < ${COUNTED_MARK_SQL}), -SUM(status = 'done' AND handled IS 0)
+      FROM deliveries WHERE (source, id) IN (SELECT source, id FROM (${DELETION})) GROUP BY source
+    ON CONFLICT (source) DO UPDATE SET total = total + excluded.total, unhandled = unhandled + excluded.unhandled`,
   /**
    * Bodies of done rows only (a failed row keeps its body for a replay), and their request headers
    * with them (both may hold personal data), from a watermark: each
