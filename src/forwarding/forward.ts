@@ -61,7 +61,7 @@ export async function forwardDelivery(env: Env, destination: ForwardDestination,
   const slotId = crypto.randomUUID();
   let answer;
   try {
-    answer = await limiter.acquire(slotId, destination.concurrency, (destination.timeoutSeconds + SLOT_MARGIN_SECONDS) * 1000);
+    answer = await limiter.acquire(slotId, destination.concurrency, (destination.timeoutSeconds + SLOT_MARGIN_SECONDS) * 1000, delivery.idempotencyKey);
   } catch (error) {
     console.error("forwarding: the concurrency limiter could not be reached, the delivery waits:", describeError(error));
     throw new DeferredError("the forward destination's concurrency limiter could not be reached", LIMITER_UNAVAILABLE_WAIT_SECONDS);

@@ -21,10 +21,12 @@ import { DurableObject } from "cloudflare:workers";
 export type SlotAnswer = { readonly granted: true } | { readonly granted: false; readonly waitSeconds: number };
 
 const SLOT_PREFIX = "slot:";
-/** Refusals counted for the wait hint: those of the last 10 s. */
-const REFUSAL_WINDOW_MS = 10_000;
+/** A refused delivery counts as waiting for this long after its last refusal (it is back well before). */
+const WAITING_WINDOW_MS = 60_000;
 /** The longest wait suggested (the queue's delay is the real bound). */
 const MAX_WAIT_SECONDS = 30;
+/** How long a request holds its slot, until requests have been timed (a fresh instance). */
+const ASSUMED_HOLD_MS = 1_000;
 
 /** The limiter of the destination at `url`. */
 export function limiterFor(env: Env, url: string): DurableObjectStub<ForwardLimiter> {
@@ -34,8 +36,12 @@ export function limiterFor(env: Env, url: string): DurableObjectStub<ForwardLimi
 export class ForwardLimiter extends DurableObject<Env> {
   /** Slot id → when it expires (ms); read from storage by the first call of an instance. */
   #slots: Promise<Map<string, number>> | null = null;
-  /** When recent requests were refused: how many wait, for the wait hint. */
-  #refusals: number[] = [];
+  /** Slot id → when this instance granted it: how long requests hold a slot (memory only, a hint). */
+  #grantedAtMs = new Map<string, number>();
+  /** The average time a request held its slot, of those given back. */
+  #averageHoldMs = ASSUMED_HOLD_MS;
+  /** The deliveries refused lately (the caller's `waiter`) → when: how many wait for a slot. */
+  #waiting = new Map<string, number>();
 
   #load(): Promise<Map<string, number>> {
     this.#slots ??= this.ctx.storage.list<number>({ prefix: SLOT_PREFIX }).then((stored) => {
@@ -49,8 +55,9 @@ export class ForwardLimiter extends DurableObject<Env> {
   /**
    * Takes slot `slotId` for `holdMs` if fewer than `limit` are held (or it is held already: a
    * repeated call), else refuses with a suggested wait. Expired slots are dropped first.
+   * `waiter` names what asks (the delivery), so that the wait hint counts each waiting delivery once.
    */
-  async acquire(slotId: string, limit: number, holdMs: number): Promise<SlotAnswer> {
+  async acquire(slotId: string, limit: number, holdMs: number, waiter: string): Promise<SlotAnswer> {
     const slots = await this.#load();
     // Decided and changed in memory with no await in between: concurrent calls cannot both take the last slot.
     const nowMs = Date.now();
@@ -59,17 +66,23 @@ export class ForwardLimiter extends DurableObject<Env> {
     const writes: Promise<unknown>[] = expired.length > 0 ? [this.ctx.storage.delete(expired.map((id) => SLOT_PREFIX + id))] : [];
     if (slots.has(slotId) || slots.size < limit) {
       slots.set(slotId, nowMs + holdMs);
+      this.#grantedAtMs.set(slotId, nowMs);
+      this.#waiting.delete(waiter);
       writes.push(this.ctx.storage.put(SLOT_PREFIX + slotId, nowMs + holdMs));
       await Promise.all(writes);
       return { granted: true };
     }
     await Promise.all(writes);
+    this.#waiting.set(waiter, nowMs);
     return { granted: false, waitSeconds: this.#waitHint(nowMs, limit) };
   }
 
   /** Gives slot `slotId` back (a no-op when it expired or was never taken). */
   async release(slotId: string): Promise<void> {
     const slots = await this.#load();
+    const grantedAtMs = this.#grantedAtMs.get(slotId);
+    this.#grantedAtMs.delete(slotId);
+    if (grantedAtMs !== undefined) this.#averageHoldMs = 0.8 * this.#averageHoldMs + 0.2 * (Date.now() - grantedAtMs);
     if (!slots.delete(slotId)) return;
     await this.ctx.storage.delete(SLOT_PREFIX + slotId);
   }
@@ -81,14 +94,15 @@ export class ForwardLimiter extends DurableObject<Env> {
   }
 
   /**
-   * A wait of 1 s plus a random share of the rounds still waiting (refusals in the last 10 s per
-   * slot): the refused spread out over the time the destination needs for them, instead of all
-   * coming back at the same second.
+   * A random wait within the time the destination needs for the deliveries waiting (each counted
+   * once: rounds of `limit`, each as long as a request holds its slot on average), at least 1 s and
+   * at most MAX_WAIT_SECONDS: the refused come back spread over that time instead of all at the
+   * same second, and no sooner than a slot can be free for them.
    */
   #waitHint(nowMs: number, limit: number): number {
-    this.#refusals = this.#refusals.filter((atMs) => nowMs - atMs < REFUSAL_WINDOW_MS);
-    this.#refusals.push(nowMs);
-    const rounds = Math.min(MAX_WAIT_SECONDS - 1, Math.ceil(this.#refusals.length / limit));
-    return 1 + Math.floor(Math.random() * (rounds + 1));
+    for (const [waiter, refusedAtMs] of this.#waiting) if (nowMs - refusedAtMs > WAITING_WINDOW_MS) this.#waiting.delete(waiter);
+    const rounds = Math.ceil(this.#waiting.size / limit);
+    const spreadSeconds = Math.min(MAX_WAIT_SECONDS, (rounds * this.#averageHoldMs) / 1000);
+    return Math.max(1, Math.ceil(Math.random() * spreadSeconds));
   }
 }
