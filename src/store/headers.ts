@@ -16,16 +16,23 @@ export const CREDENTIAL_HEADERS: readonly string[] = [
   "cf-access-jwt-assertion",
 ];
 
-/** The stored headers' JSON is cut off past this, so that a row stays far below D1's 2 MB. */
+/**
+ * A backstop for credentials nobody declared (a custom source's API key header, say): a header
+ * whose name says it carries one is not stored either. No provider's signature header matches.
+ */
+const CREDENTIAL_NAME = /auth|token|secret|password|passwd|api-?key|session|cookie/i;
+
+/** The stored headers' JSON is cut off past this many bytes (UTF-8), so that a row stays far below D1's 2 MB. */
 export const MAX_HEADERS_BYTES = 16 * 1024;
 
 /** A stored header list: [name, value] pairs in the order received, names lower-cased. */
 export type StoredHeaders = readonly (readonly [string, string])[];
 
 /**
- * The headers to store, as JSON text: all but the credentials (`CREDENTIAL_HEADERS` and
- * `credentialHeaders`, compared case-insensitively). Past MAX_HEADERS_BYTES the rest is left out
- * and a last pair `["(truncated)", "<n> more headers not stored"]` says so.
+ * The headers to store, as JSON text: all but the credentials (`CREDENTIAL_HEADERS`,
+ * `credentialHeaders`, compared case-insensitively, and any name that says it carries one). Past
+ * MAX_HEADERS_BYTES the rest is left out and a last pair `["(truncated)", "<n> more headers not
+ * stored"]` says so.
  * @example
  * headersToStore(new Headers({ "Stripe-Signature": "t=1,v1=ab", Authorization: "Bearer x" }), []);
  * // '[["stripe-signature","t=1,v1=ab"]]'
@@ -35,9 +42,10 @@ export function headersToStore(headers: Headers, credentialHeaders: readonly str
   const kept: [string, string][] = [];
   let bytes = 2;
   let left = 0;
+  const encoder = new TextEncoder();
   for (const [name, value] of headers) {
-    if (secret.has(name)) continue;
-    const size = JSON.stringify([name, value]).length + 1;
+    if (secret.has(name) || CREDENTIAL_NAME.test(name)) continue;
+    const size = encoder.encode(JSON.stringify([name, value])).byteLength + 1;
     if (left > 0 || bytes + size > MAX_HEADERS_BYTES) {
       left++;
       continue;

@@ -9,6 +9,7 @@ import { PermanentError } from "../../src/processing/errors";
 import { defineHandlers, type Handler } from "../../src/processing/handlers";
 import { findDeliveryById, getDelivery, listDeliveries, resetForReplay } from "../../src/store/admin";
 import { MAX_ATTEMPT_LOG } from "../../src/store/attempt-log";
+import { hmac } from "../../src/providers/hmac";
 import { headersToStore, MAX_HEADERS_BYTES } from "../../src/store/headers";
 import { claimedDelivery, markDone, markTakeover, readClaim } from "../../src/store/lifecycle";
 import { insertDelivery } from "../../src/store/record";
@@ -37,10 +38,30 @@ describe("headersToStore", () => {
     expect(stored).not.toMatch(/secret-/);
   });
 
-  it("stops at MAX_HEADERS_BYTES and says how many it left out", () => {
-    const headers = new Headers(Array.from({ length: 40 }, (_, index) => [`x-big-${String(index).padStart(2, "0")}`, "v".repeat(1000)] as [string, string]));
+  it("leaves out any header whose name says it carries a credential, and what a custom source declares", () => {
+    const headers = new Headers([
+      ["X-Acme-Token", "secret-1"],
+      ["X-Session-Id", "secret-2"],
+      ["X-Client-Secret", "secret-3"],
+      ["X-Acme-Key", "secret-4"],
+      ["X-Acme-Signature", "sha256=ab"],
+      ["X-Hub-Signature-256", "sha256=cd"],
+      ["Svix-Signature", "v1,ef"],
+    ]);
+    const acme = hmac({ header: "X-Acme-Signature", deliveryId: { header: "X-Acme-Id" }, credentialHeaders: ["X-Acme-Key"] });
+    const stored = headersToStore(headers, acme.credentialHeaders ?? []);
+    expect(JSON.parse(stored)).toEqual([
+      ["svix-signature", "v1,ef"],
+      ["x-acme-signature", "sha256=ab"],
+      ["x-hub-signature-256", "sha256=cd"],
+    ]);
+  });
+
+  it("stops at MAX_HEADERS_BYTES of UTF-8 and says how many it left out", () => {
+    // Latin-1 characters: two bytes each in UTF-8.
+    const headers = new Headers(Array.from({ length: 40 }, (_, index) => [`x-big-${String(index).padStart(2, "0")}`, "é".repeat(500)] as [string, string]));
     const stored = JSON.parse(headersToStore(headers, [])) as [string, string][];
-    expect(JSON.stringify(stored).length).toBeLessThanOrEqual(MAX_HEADERS_BYTES + 100);
+    expect(new TextEncoder().encode(JSON.stringify(stored)).byteLength).toBeLessThanOrEqual(MAX_HEADERS_BYTES + 100);
     const kept = stored.length - 1;
     expect(kept).toBeGreaterThan(5);
     expect(stored.at(-1)).toEqual(["(truncated)", `${40 - kept} more headers not stored`]);
