@@ -405,7 +405,7 @@ if (process.env.BENCH_DASHBOARD !== "0") {
   process.env.TMPDIR = tuned.stateDir;
   process.env.X_LOCAL_OBSERVABILITY = tuned.observability;
   console.log(`\ndashboard under load: ${FIXTURE_ROWS.toLocaleString("en")} stored deliveries, tuned configuration`);
-  dashboard = await dashboardUnderLoad({ seconds: SECONDS, rounds: Math.max(1, Math.min(ROUNDS, 2)) });
+  dashboard = await dashboardUnderLoad({ seconds: SECONDS, rounds: ROUNDS });
 }
 const results = { measuredAt: new Date().toISOString(), loadGenerator: "wrk", connections: CONNECTIONS, seconds: SECONDS, configurations, dashboard, operations: meter, cost };
 writeFileSync(join(ROOT, "bench", "results.json"), `${JSON.stringify(results, null, 2)}\n`);
