@@ -76,7 +76,6 @@ tbody th { font-weight: 600; }
 .swatch-received { background: var(--chart-received); }
 .swatch-failed { background: var(--chart-failed); }
 form.filters { display: flex; flex-wrap: wrap; gap: 0.75rem 1rem; align-items: flex-end; padding: 0.75rem 1rem; border: 1px solid var(--line); border-radius: 0.5rem; background: var(--panel); margin-bottom: 1rem; }
-form.filters fieldset { border: 0; margin: 0; padding: 0; display: contents; }
 .field { display: flex; flex-direction: column; gap: 0.2rem; }
 .field label { font-size: 0.9em; font-weight: 600; }
 .hint { font-size: 0.8em; color: var(--muted); }
