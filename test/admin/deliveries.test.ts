@@ -1,6 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { listDeliveries, LISTING_WINDOW, listingStatement } from "../../src/store/admin";
+import { listDeliveries, LISTING_WINDOW, listingStatement } from "../../src/store/listing";
 import { insertDelivery } from "../../src/store/record";
 import { standardRequest } from "../helpers/signers";
 import { admin } from "./client";

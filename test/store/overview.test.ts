@@ -5,7 +5,8 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { deliveryStats, resetForReplay } from "../../src/store/admin";
+import { deliveryStats } from "../../src/store/admin";
+import { resetForReplay } from "../../src/store/replay";
 import { markDone, markFailed, markTakeover } from "../../src/store/lifecycle";
 import { advanceCounts, COUNT_LAG_MS, COUNT_SQL, OVERVIEW_MAX_AGE_MS, OVERVIEW_SQL, readOverview, refreshOverview } from "../../src/store/overview";
 import { insertDelivery } from "../../src/store/record";

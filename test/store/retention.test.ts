@@ -4,7 +4,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { resetForReplay } from "../../src/store/admin";
+import { resetForReplay } from "../../src/store/replay";
 import { insertDelivery } from "../../src/store/record";
 import { applyRetention, RETENTION_SQL, takeStranded } from "../../src/store/sweep";
 import { deliveryRow } from "../helpers/db";

@@ -1,6 +1,7 @@
 /** `GET /admin/deliveries` (a page of deliveries) and `GET /admin/deliveries/:source/:id` (one, with its body). */
 import { createRoute } from "@hono/zod-openapi";
-import { getDelivery, listDeliveries, type DeliveryDetail } from "../../store/admin";
+import { getDelivery, type DeliveryDetail } from "../../store/admin";
+import { listDeliveries } from "../../store/listing";
 import { ApiError } from "../errors";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { adminRouter, BEARER_SECURITY, errorResponses } from "./router";

@@ -14,7 +14,7 @@ import { leaseFor } from "../../processing/consumer";
 import { enqueueDeliveries, enqueueDelivery } from "../../processing/enqueue";
 import { describeError } from "../../processing/errors";
 import type { DeliveryRef } from "../../processing/messages";
-import { countFailed, replayState, resetFailedForReplay, resetForReplay, type FailedFilter } from "../../store/admin";
+import { countFailed, replayState, resetFailedForReplay, resetForReplay, type FailedFilter } from "../../store/replay";
 
 export type ReplayResult =
   | { readonly kind: "replayed" }

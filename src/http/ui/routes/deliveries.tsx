@@ -4,7 +4,8 @@
  */
 import { Hono } from "hono";
 import { SOURCES } from "../../../sources";
-import { findDeliveryById, getDelivery, listDeliveries, type DeliverySummary } from "../../../store/admin";
+import { getDelivery, type DeliverySummary } from "../../../store/admin";
+import { findDeliveryById, listDeliveries } from "../../../store/listing";
 import { encodeCursor } from "../../admin/cursor";
 import type { AppEnv } from "../../types";
 import { parseFilter } from "../filters";

@@ -9,7 +9,8 @@
  *   at once cannot keep a run going.
  */
 import { Hono } from "hono";
-import { countFailed, getDelivery } from "../../../store/admin";
+import { getDelivery } from "../../../store/admin";
+import { countFailed } from "../../../store/replay";
 import { replayDelivery, replayFailed } from "../../admin/replayer";
 import type { AppEnv } from "../../types";
 import { parseFilter } from "../filters";

@@ -1,0 +1,94 @@
+/**
+ * The replay reset, the first step of a replay: D1 says "received, attempts 0" before the lease
+ * object is reset and the delivery is enqueued again (src/http/admin/replayer.ts explains the
+ * order). The only write of the admin API and the dashboard.
+ */
+import type { DeliveryRef } from "../processing/messages";
+import type { DeliveryStatus } from "./admin";
+import { appendAttempt, attemptJson, entryAt } from "./attempt-log";
+import { isoTime } from "./clock";
+import { filterConditions, type DeliveryFilter } from "./listing";
+
+/**
+ * A replay's fence (`?param`: its time, ms): `lease_token` becomes at least the replay's time. Lease tokens start from the
+ * lease object's clock (processing/lease.ts), so every token handed out before the replay is
+ * below it and every claim after it above: a worker of the delivery's previous life, even one
+ * whose claim D1 never saw, can no longer commit, and a takeover does not count its run as one of
+ * the new life's (store/lifecycle.ts). Should the lease object's clock lag this one, its next claim
+ * finds nothing to do, and the sweeper's requeue of the waiting row claims it later.
+ */
+function replayFence(param: number): string {
+  return `lease_token = max(coalesce(lease_token, 0), ?${param})`;
+}
+
+/** What decides whether a delivery can be replayed, when the replay reset refused it. */
+export interface ReplayState {
+  readonly status: DeliveryStatus;
+  /** Retention cleared the body: a replay would hand its handler no bytes. */
+  readonly bodyPruned: boolean;
+}
+
+/** The replay state of one delivery, or null when it does not exist. */
+export async function replayState(db: D1Database, ref: DeliveryRef): Promise<ReplayState | null> {
+  const row = await db
+    .prepare("SELECT status, body IS NULL AS pruned FROM deliveries WHERE source = ?1 AND id = ?2")
+    .bind(ref.source, ref.id)
+    .first<{ status: DeliveryStatus; pruned: number }>();
+  return row ? { status: row.status, bodyPruned: row.pruned === 1 } : null;
+}
+
+/**
+ * Puts one settled delivery back to `received` with attempts at zero, in one statement, when its
+ * status is one of `from` and it still has its body. True when it did. `lease_token` is raised to
+ * the replay's time (`replayFence`). The body check is in the same statement, so retention cannot
+ * clear the body in between: once the row is `received`, retention leaves it alone.
+ */
+export async function resetForReplay(db: D1Database, ref: DeliveryRef, from: readonly ("failed" | "done")[], nowMs: number): Promise<boolean> {
+  const result = await db
+    .prepare(
+      `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?3, ${replayFence(5)},
+              attempt_log = ${appendAttempt(entryAt(6, "NULL"))}
+        WHERE source = ?1 AND id = ?2 AND status IN (SELECT value FROM json_each(?4)) AND body IS NOT NULL`,
+    )
+    .bind(ref.source, ref.id, isoTime(nowMs), JSON.stringify(from), nowMs, attemptJson("replayed", nowMs, undefined))
+    .run();
+  return result.meta.changes > 0;
+}
+
+/** Which failed deliveries a bulk replay takes: the listing's filters but the status. */
+export type FailedFilter = Omit<DeliveryFilter, "status">;
+
+/**
+ * The bulk form: resets up to `limit` failed deliveries matching `filter`, oldest first, and
+ * returns them. Retention keeps the bodies of failed deliveries; one without a body (cleared by
+ * hand) is skipped, and left out of `countFailed`, so that a caller looping while some remain
+ * comes to an end: it stays failed, and a replay of it alone is refused.
+ */
+export async function resetFailedForReplay(db: D1Database, filter: FailedFilter, limit: number, nowMs: number): Promise<DeliveryRef[]> {
+  const { conditions, params } = filterConditions({ ...filter, status: "failed" });
+  const n = params.length;
+  const { results } = await db
+    .prepare(
+      `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?${n + 1}, ${replayFence(n + 3)},
+              attempt_log = ${appendAttempt(entryAt(n + 4, "NULL"))}
+        WHERE (source, id) IN (
+          SELECT source, id FROM deliveries
+           WHERE ${conditions.join(" AND ")} AND body IS NOT NULL
+           ORDER BY received_at
+           LIMIT ?${n + 2})
+        RETURNING source, id`,
+    )
+    .bind(...params, isoTime(nowMs), limit, nowMs, attemptJson("replayed", nowMs, undefined))
+    .all<DeliveryRef>();
+  return results;
+}
+
+/** How many failed deliveries matching `filter` are left that a bulk replay would take. */
+export async function countFailed(db: D1Database, filter: FailedFilter): Promise<number> {
+  const { conditions, params } = filterConditions({ ...filter, status: "failed" });
+  const row = await db
+    .prepare(`SELECT COUNT(*) AS n FROM deliveries WHERE ${conditions.join(" AND ")} AND body IS NOT NULL`)
+    .bind(...params)
+    .first<{ n: number }>();
+  return row?.n ?? 0;
+}
