@@ -25,8 +25,9 @@ Commands:
   status                              counts by status and source, oldest waiting delivery
   list [--status S] [--source S]      deliveries, newest first (--limit 1-200, default 50;
        [--type T] [--since T]         --cursor continues from the previous page; --type: an
-       [--until T]                    event type; --since/--until: received at or after /
-       [--limit N] [--cursor C]       before an ISO time, e.g. 2026-12-03T00:00:00Z)
+       [--until T] [--unhandled]      event type; --since/--until: received at or after /
+       [--limit N] [--cursor C]       before an ISO time, e.g. 2026-12-03T00:00:00Z;
+                                      --unhandled: done with no handler matched)
   show <source> <id>                  one delivery: its fields, request headers, attempt
                                       history and body
   replay <source> <id> [--force]      put a failed delivery back (--force: also a done one)
@@ -54,6 +55,7 @@ const OPTIONS = /** @type {const} */ ({
   type: { type: "string" },
   since: { type: "string" },
   until: { type: "string" },
+  unhandled: { type: "boolean" },
   force: { type: "boolean" },
   failed: { type: "boolean" },
 });
@@ -173,7 +175,7 @@ async function status(client, print, out) {
 
 /**
  * @param {AdminClient} client
- * @param {{ status?: string, source?: string, type?: string, since?: string, until?: string, limit?: string, cursor?: string }} values
+ * @param {{ status?: string, source?: string, type?: string, since?: string, until?: string, unhandled?: boolean, limit?: string, cursor?: string }} values
  * @param {Printer} print
  * @param {Out} out
  */
@@ -183,6 +185,7 @@ async function list(client, values, print, out) {
   const query = new URLSearchParams();
   if (values.status !== undefined) query.set("status", values.status);
   for (const [name, value] of Object.entries(filterOf(values))) query.set(name, value);
+  if (values.unhandled) query.set("unhandled", "true");
   for (const name of /** @type {const} */ (["limit", "cursor"])) if (values[name] !== undefined) query.set(name, values[name]);
   const page = await client.get(`/deliveries${query.size > 0 ? `?${query}` : ""}`);
   if (print) return print(page);
@@ -196,7 +199,7 @@ async function list(client, values, print, out) {
     ),
   );
   if (page.nextCursor) {
-    const repeated = ["status", "source", "type", "since", "until"].flatMap((name) => (values[name] !== undefined ? [`--${name} ${values[name]}`] : []));
+    const repeated = [...["status", "source", "type", "since", "until"].flatMap((name) => (values[name] !== undefined ? [`--${name} ${values[name]}`] : [])), ...(values.unhandled ? ["--unhandled"] : [])];
     out(`\nmore: webhook-inbox list --cursor ${page.nextCursor}${repeated.map((flag) => ` ${flag}`).join("")}`);
   }
 }

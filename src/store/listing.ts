@@ -21,6 +21,8 @@ export interface DeliveryFilter {
   readonly since?: string | undefined;
   /** Received before this ISO time. */
   readonly until?: string | undefined;
+  /** Only done deliveries no handler matched. */
+  readonly unhandled?: boolean | undefined;
 }
 
 export interface ListingQuery extends DeliveryFilter {
@@ -73,7 +75,7 @@ export interface ListingStatements {
  * The listing's statements, newest first by (received_at, source, id). The index walked is the
  * partial index of the status for received, processing and failed (migrations/0006), else the age
  * index; a time range and the cursor are ranges of it. What no index serves (a source, an event
- * type, `done`) is checked on the rows of a window of LISTING_WINDOW entries of that walk.
+ * type, `done`, unhandled) is checked on the rows of a window of LISTING_WINDOW entries of that walk.
  */
 export function listingStatement(query: ListingQuery): ListingStatements {
   const cursor: Term[] = query.after
@@ -139,6 +141,8 @@ function filterTerms(filter: DeliveryFilter): { served: Term[]; residual: Term[]
   if (filter.until) served.push(bound((n) => `received_at < ?${n}`, filter.until));
   if (filter.source) residual.push(bound((n) => `+source = ?${n}`, filter.source));
   if (filter.eventType) residual.push(bound((n) => `event_type = ?${n}`, filter.eventType));
+  // `handled` is set by the done mark only (a replay clears it): 0 is a done delivery no handler matched.
+  if (filter.unhandled) residual.push(fixed("handled = 0"));
   return { served, residual };
 }
 

@@ -56,7 +56,7 @@ export async function resetForReplay(db: D1Database, ref: DeliveryRef, from: rea
 }
 
 /** Which failed deliveries a bulk replay takes: the listing's filters but the status. */
-export type FailedFilter = Omit<DeliveryFilter, "status">;
+export type FailedFilter = Omit<DeliveryFilter, "status" | "unhandled">;
 
 /**
  * The bulk form: resets up to `limit` failed deliveries matching `filter`, oldest first, and

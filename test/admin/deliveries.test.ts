@@ -241,6 +241,9 @@ describe("GET /admin/deliveries filters (event type, received time)", () => {
     expect(await ids("eventType=invoice.paid")).toEqual(["f-2", "f-1"]);
     // 01:00+01:00 is 00:00Z: since is inclusive, until exclusive.
     expect(await ids(`since=${encodeURIComponent("2026-12-01T00:30:00Z")}&until=${encodeURIComponent("2026-12-01T02:00:00+01:00")}`)).toEqual(["f-2"]);
+    await env.DB.prepare("UPDATE deliveries SET status = 'done', handled = (id = 'f-1') WHERE source = ?1").bind(source).run();
+    expect(await ids("unhandled=true")).toEqual(["f-3", "f-2"]);
+    expect(await ids("unhandled=false")).toEqual(["f-3", "f-2", "f-1"]);
     const bad = await admin(`/deliveries?source=${source}&since=yesterday`);
     expect(bad.status).toBe(400);
     expect(bad.json.message).toMatch(/^since: /);

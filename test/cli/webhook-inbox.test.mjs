@@ -76,8 +76,8 @@ describe("webhook-inbox (against a stub API)", () => {
 
   it("passes the event type and time filters to list and to replay --failed", async () => {
     answer = [200, JSON.stringify({ deliveries: [], nextCursor: null })];
-    await run(["list", "--type", "invoice.paid", "--since", "2026-12-03T00:00:00Z", "--until", "2026-12-04T00:00:00Z"]);
-    assert.equal(requests.at(-1)?.url, "/admin/deliveries?eventType=invoice.paid&since=2026-12-03T00%3A00%3A00Z&until=2026-12-04T00%3A00%3A00Z");
+    await run(["list", "--type", "invoice.paid", "--since", "2026-12-03T00:00:00Z", "--until", "2026-12-04T00:00:00Z", "--unhandled"]);
+    assert.equal(requests.at(-1)?.url, "/admin/deliveries?eventType=invoice.paid&since=2026-12-03T00%3A00%3A00Z&until=2026-12-04T00%3A00%3A00Z&unhandled=true");
     answer = [200, JSON.stringify({ replayed: 1, remaining: 0 })];
     const result = await run(["replay", "--failed", "--source", "stripe", "--type", "invoice.paid"]);
     assert.deepEqual(JSON.parse(requests.at(-1)?.body ?? "{}"), { status: "failed", source: "stripe", eventType: "invoice.paid", limit: 100 });

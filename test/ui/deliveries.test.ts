@@ -56,6 +56,16 @@ describe("GET /ui/deliveries", () => {
     expect(ids((await ui("/ui/deliveries?source=ui-filter&since=2026-03-01")).text)).toEqual(["d", "c", "b", "a"]);
   });
 
+  it("lists only the unhandled deliveries with unhandled=1, its box checked", async () => {
+    await putDelivery({ source: "ui-unhandled", id: "matched", status: "done", handled: true });
+    await putDelivery({ source: "ui-unhandled", id: "nobody", status: "done", handled: false });
+    await putDelivery({ source: "ui-unhandled", id: "waiting", status: "received" });
+    const page = await ui("/ui/deliveries?source=ui-unhandled&unhandled=1");
+    expect(ids(page.text)).toEqual(["nobody"]);
+    expect(page.text).toContain('name="unhandled" type="checkbox" value="1" checked=""');
+    expect(ids((await ui("/ui/deliveries?source=ui-unhandled")).text)).toHaveLength(3);
+  });
+
   it("names a bad filter and shows the page without it", async () => {
     const page = await ui("/ui/deliveries?source=ui-filter&status=lost&since=yesterday&until=2026-02-31");
     expect(page.status).toBe(200);

@@ -32,6 +32,8 @@ describe("GET /ui", () => {
     expect(linkTo(page.text, "4 deliveries of ui-ov")).toBe("/ui/deliveries?source=ui-ov");
     // The totals by status link to the status alone.
     expect(page.text).toMatch(/<a href="\/ui\/deliveries\?status=failed" aria-label="\d+ failed deliveries">\d+<\/a>/);
+    // The unhandled count links to the unhandled ones.
+    expect(page.text).toMatch(/<a href="\/ui\/deliveries\?unhandled=1" aria-label="\d+ unhandled deliveries">\d+<\/a>/);
     // Tables have header cells with scope.
     expect(page.text).toContain('<th scope="row">ui-ov</th>');
     expect(page.text).toContain('<th scope="col">Source</th>');

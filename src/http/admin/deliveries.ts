@@ -33,8 +33,8 @@ const getRoute = createRoute({
 
 export const deliveryRoutes = adminRouter()
   .openapi(listRoute, async (c) => {
-    const { status, source, eventType, since, until, limit, cursor } = c.req.valid("query");
-    const page = await listDeliveries(c.env.DB, { status, source, eventType, since, until, limit, after: cursor ? decodeCursor(cursor)! : undefined });
+    const { status, source, eventType, since, until, unhandled, limit, cursor } = c.req.valid("query");
+    const page = await listDeliveries(c.env.DB, { status, source, eventType, since, until, unhandled, limit, after: cursor ? decodeCursor(cursor)! : undefined });
     return c.json({ deliveries: page.deliveries, nextCursor: page.nextKey ? encodeCursor(page.nextKey) : null }, 200);
   })
   .openapi(getRoute, async (c) => {

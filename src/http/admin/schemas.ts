@@ -37,6 +37,13 @@ const FilterFields = {
   until: TimeBoundSchema.optional().openapi({ description: "received before this time" }),
 };
 
+/** `unhandled=true`: only done deliveries no handler matched. */
+const UnhandledSchema = z
+  .enum(["true", "false"])
+  .optional()
+  .transform((value) => value === "true")
+  .openapi({ description: "`true`: only done deliveries no handler matched" });
+
 const StatusCountsSchema = z
   .object({ received: z.number().int(), processing: z.number().int(), done: z.number().int(), failed: z.number().int() })
   .openapi("StatusCounts");
@@ -107,6 +114,7 @@ export const ListQuerySchema = z.object({
   status: StatusSchema.optional(),
   source: SourceSchema.optional(),
   ...FilterFields,
+  unhandled: UnhandledSchema,
   limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(DEFAULT_LIST_LIMIT),
   cursor: z
     .string()

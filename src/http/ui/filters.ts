@@ -23,7 +23,7 @@ export interface ParsedFilter {
 const MAX_TEXT = 255;
 
 /**
- * Reads `status`, `source`, `eventType`, `since`, `until`, `cursor` and `id`.
+ * Reads `status`, `source`, `eventType`, `since`, `until`, `unhandled` (1), `cursor` and `id`.
  * @example
  * parseFilter(new URLSearchParams("status=failed&since=2026-12-03")).filter;
  * // { status: "failed", since: "2026-12-03T00:00:00.000Z" }
@@ -60,7 +60,7 @@ export function parseFilter(params: URLSearchParams): ParsedFilter {
   const id = params.get("id")?.trim() || undefined;
   if (id !== undefined && id.length > MAX_DELIVERY_ID_LENGTH) problems.push(`id: longer than ${MAX_DELIVERY_ID_LENGTH} characters`);
   return {
-    filter: { status, source: text("source"), eventType: text("eventType"), since, until },
+    filter: { status, source: text("source"), eventType: text("eventType"), since, until, unhandled: params.get("unhandled") === "1" || undefined },
     after,
     cursor: after === undefined ? undefined : cursorText,
     id: id !== undefined && id.length <= MAX_DELIVERY_ID_LENGTH ? id : undefined,

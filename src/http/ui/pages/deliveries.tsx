@@ -1,5 +1,6 @@
 /** `GET /ui/deliveries`: the filters (a GET form, so every view is a link), the lookup by id, and one page of deliveries. */
 import { DELIVERY_STATUSES, type DeliverySummary } from "../../../store/admin";
+import { LISTING_WINDOW } from "../../../store/listing";
 import { Notice, Problems, RelativeTime, StatusBadge } from "../components";
 import { sourceChoices } from "../filters";
 import { shorten } from "../format";
@@ -14,6 +15,11 @@ export interface DeliveriesPageProps {
   readonly deliveries: readonly DeliverySummary[];
   /** The cursor of the next page, or null on the last. */
   readonly nextCursor: string | null;
+  /**
+   * Set when the page stopped at the listing's window before it filled (a filter no index
+   * serves): how far back it searched.
+   */
+  readonly searchedThrough?: string | null | undefined;
   /** Whether this is a later page (so "first page" makes sense). */
   readonly paged: boolean;
   /** A lookup by id that found no single delivery: what was looked for. */
@@ -44,6 +50,15 @@ export function DeliveriesPage(props: DeliveriesPageProps) {
             Replay the failed deliveries these filters match…
           </a>
         </p>
+      ) : null}
+      {props.searchedThrough && props.nextCursor ? (
+        <Notice kind="info">
+          <p>
+            This page searched the deliveries received back to <time datetime={props.searchedThrough}>{props.searchedThrough}</time> (
+            {LISTING_WINDOW.toLocaleString("en")} at most per page, so that a search never holds up the inbox).{" "}
+            <a href={listHref(filter, props.nextCursor)}>Search further back</a>
+          </p>
+        </Notice>
       ) : null}
       <DeliveryTable deliveries={props.deliveries} nowMs={props.nowMs} />
       {props.lookup ? null : (
@@ -115,6 +130,10 @@ function FilterForm(props: { filter: ListFilter }) {
       <div class="field">
         <label for="filter-event-type">Event type</label>
         <input id="filter-event-type" name="eventType" type="text" value={filter.eventType ?? ""} maxlength={255} placeholder="invoice.paid" />
+      </div>
+      <div class="field field-check">
+        <input id="filter-unhandled" name="unhandled" type="checkbox" value="1" checked={filter.unhandled === true} />
+        <label for="filter-unhandled">Only unhandled (done, no handler matched)</label>
       </div>
       <div class="field">
         <label for="filter-since">Received since (UTC)</label>

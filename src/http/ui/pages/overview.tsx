@@ -58,7 +58,9 @@ export function OverviewPage(props: { overview: Overview; nowMs: number }) {
         </li>
         <li class="card">
           <span class="label">Unhandled (done, no handler matched)</span>
-          <span class="value">{overview.unhandled}</span>
+          <span class="value">
+            <CountLink value={overview.unhandled} filter={{ unhandled: true }} label="unhandled deliveries" />
+          </span>
         </li>
       </ul>
 

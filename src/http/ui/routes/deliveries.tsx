@@ -47,6 +47,7 @@ export const deliveryRoutes = new Hono<AppEnv>()
         problems={parsed.problems}
         deliveries={result.deliveries}
         nextCursor={result.nextKey ? encodeCursor(result.nextKey) : null}
+        searchedThrough={result.searchedThrough}
         paged={parsed.after !== undefined}
         nowMs={nowMs}
       />
