@@ -78,7 +78,8 @@ tbody th { font-weight: 600; }
 form.filters { display: flex; flex-wrap: wrap; gap: 0.75rem 1rem; align-items: flex-end; padding: 0.75rem 1rem; border: 1px solid var(--line); border-radius: 0.5rem; background: var(--panel); margin-bottom: 1rem; }
 .field { display: flex; flex-direction: column; gap: 0.2rem; }
 .field label { font-size: 0.9em; font-weight: 600; }
-.field-check { flex-direction: row; align-items: center; align-self: end; padding-bottom: 0.4rem; }
+.field-check { flex-direction: row; align-items: center; align-self: end; gap: 0.4rem; padding-bottom: 0.4rem; }
+.field-check input { min-width: 0; margin: 0; }
 .hint { font-size: 0.8em; color: var(--muted); }
 input, select, button { font: inherit; color: inherit; }
 input, select { padding: 0.3rem 0.5rem; border: 1px solid var(--muted); border-radius: 0.3rem; background: var(--bg); min-width: 8rem; }
