@@ -16,7 +16,6 @@
 import { loadConfig } from "../config";
 import { DeferredError, describeError, PermanentError, RetryAfterError } from "../processing/errors";
 import type { Handler, HandlerContext } from "../processing/handlers";
-import { readContentType } from "../store/content-type";
 import {
   checkForwardSecret,
   checkForwardUrl,
@@ -38,13 +37,17 @@ export const LIMITER_UNAVAILABLE_WAIT_SECONDS = 10;
 /** The wait of a delivery whose `forward()` options are not usable yet (a var not set): like a bad var's. */
 export const MISCONFIGURED_WAIT_SECONDS = 300;
 
-/** The delivery of a handler's context, as forwarding sends it. */
-export async function forwardedDelivery(ctx: HandlerContext): Promise<ForwardedDelivery> {
+/**
+ * The delivery of a handler's context, as forwarding sends it. Everything comes from the claim
+ * (its content type read by the claim's own statement, store/lifecycle.ts): no D1 query here,
+ * whose failure would count as a failed attempt.
+ */
+export function forwardedDelivery(ctx: HandlerContext): ForwardedDelivery {
   return {
     source: ctx.source,
     deliveryId: ctx.deliveryId,
     eventType: ctx.eventType,
-    contentType: await readContentType(ctx.env.DB, { source: ctx.source, id: ctx.deliveryId }),
+    contentType: ctx.contentType,
     body: ctx.rawBody,
     idempotencyKey: ctx.idempotencyKey,
     attempt: ctx.attempt,
@@ -164,6 +167,6 @@ export function forward(options: ForwardOptions): Handler {
       console.error(`forward() for ${ctx.source}/${ctx.eventType ?? "*"}: ${destination}; its deliveries wait`);
       throw new DeferredError(`forward(): ${destination}`, MISCONFIGURED_WAIT_SECONDS);
     }
-    await forwardDelivery(ctx.env, destination, await forwardedDelivery(ctx), ctx.signal);
+    await forwardDelivery(ctx.env, destination, forwardedDelivery(ctx), ctx.signal);
   };
 }

@@ -76,6 +76,7 @@ export async function runHandler(
     env,
     idempotencyKey: await idempotencyKey(ref),
     rawBody: delivery.body,
+    contentType: delivery.contentType,
     signal,
     effect: (...statements) => void effects.push(...statements),
     order: createOrderGuard(env.DB, ref, (statement) => void effects.push(statement)),
@@ -84,7 +85,7 @@ export async function runHandler(
     const returned = await handler(parseEvent(delivery.body), ctx);
     if (returned) effects.push(...returned);
   }
-  if (destination) await forwardDelivery(env, destination, await forwardedDelivery(ctx), signal);
+  if (destination) await forwardDelivery(env, destination, forwardedDelivery(ctx), signal);
   return { handled: true, effects };
 }
 

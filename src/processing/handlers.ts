@@ -23,6 +23,8 @@ export interface HandlerContext {
   readonly idempotencyKey: string;
   /** The raw body bytes, exactly as signed. */
   readonly rawBody: Uint8Array;
+  /** The provider's Content-Type header, as stored with the delivery; null when none was stored. */
+  readonly contentType: string | null;
   /**
    * Aborted when the handler's deadline passes (HANDLER_TIMEOUT_SECONDS): pass it to `fetch` so
    * that calls of a handler that was given up on stop too (`fetch(url, { signal: ctx.signal })`).

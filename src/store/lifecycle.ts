@@ -36,7 +36,18 @@ export type Claimed =
 export interface ClaimedDelivery {
   readonly eventType: string | null;
   readonly body: Uint8Array;
+  /** The provider's Content-Type, from the stored request headers; null when none was stored. */
+  readonly contentType: string | null;
 }
+
+/**
+ * The stored `content-type` header (headers.ts: a JSON array of [name, value] pairs, names
+ * lower-cased), read by the claim's own statement: forwarding needs it, and a query of its own
+ * after the claim could fail on its own, which would count against the handler.
+ * Null for a row of before migrations/0008, headers cleared by retention, or none sent.
+ */
+const CONTENT_TYPE = `(SELECT json_extract(header.value, '$[1]') FROM json_each(CASE WHEN json_valid(headers) THEN headers END) AS header
+                        WHERE json_extract(header.value, '$[0]') = 'content-type' LIMIT 1) AS content_type`;
 
 /** The D1 error the lease fence raises (migrations/0006, trigger `deliveries_lease_fence`). */
 export const LEASE_LOST = "lease_lost";
@@ -60,7 +71,7 @@ const RESULT_FENCE = "status IN ('received', 'processing') AND (coalesce(lease_t
 export function readClaim(db: D1Database, ref: DeliveryRef, token: number): D1PreparedStatement {
   return db
     .prepare(
-      `SELECT status, attempts, error, event_type, ${bodyColumns()} FROM deliveries
+      `SELECT status, attempts, error, event_type, ${CONTENT_TYPE}, ${bodyColumns()} FROM deliveries
         WHERE source = ?1 AND id = ?2 AND status IN ('received', 'processing') AND coalesce(lease_token, 0) < ?3`,
     )
     .bind(ref.source, ref.id, token);
@@ -98,19 +109,20 @@ export function markTakeover(db: D1Database, ref: DeliveryRef, token: number, pr
               attempt_log = CASE WHEN NOT (${again}) AND ${vanished} THEN ${appendAttempt(vanishedEntry)} ELSE attempt_log END,
               lease_token = ?3, updated_at = ?4
         WHERE source = ?1 AND id = ?2 AND ((${RESULT_FENCE}) OR (lease_token = ?3 AND status = 'failed'))
-        RETURNING status, attempts, error, event_type, ${bodyColumns("body", "status = 'processing'")}`,
+        RETURNING status, attempts, error, event_type, ${CONTENT_TYPE}, ${bodyColumns("body", "status = 'processing'")}`,
     )
     .bind(ref.source, ref.id, token, isoTime(nowMs), maxAttempts, previousToken, attemptJson("vanished", nowMs, undefined, "the worker's lease ran out without a result"));
 }
 
 /** What a claim's result (`readClaim` or `markTakeover`) says. */
 export function claimedDelivery(result: D1Result): Claimed {
-  const row = result.results[0] as { status: string; attempts: number; error: string; event_type: string | null } | undefined;
+  const row = result.results[0] as { status: string; attempts: number; error: string; event_type: string | null; content_type: unknown } | undefined;
   if (!row) return { kind: "gone" };
   if (row.status === "failed") return { kind: "gave_up", attempts: row.attempts, error: row.error };
   // `attempts` counts the runs that ended; this one is the next. A row whose body retention
   // cleared is never claimable (a replay refuses it); an empty body is.
-  return { kind: "run", attempt: row.attempts + 1, delivery: { eventType: row.event_type, body: bodyFromRow(row) ?? new Uint8Array(0) } };
+  const contentType = typeof row.content_type === "string" && row.content_type !== "" ? row.content_type : null;
+  return { kind: "run", attempt: row.attempts + 1, delivery: { eventType: row.event_type, body: bodyFromRow(row) ?? new Uint8Array(0), contentType } };
 }
 
 /**
