@@ -3,10 +3,28 @@
  * name of @cloudflare/vitest-pool-workers: real D1, queues, Durable Objects and alarms.
  */
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { parseEnv } from "node:util";
 import { defineConfig } from "vitest/config";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
+
+/**
+ * Each `<NAME>_FORWARD_*` var of a developer's own environment, set to "" (an empty value counts as
+ * unset). The pool reads .dev.vars (or, without one, .env and .env.local) through wrangler, and
+ * offers no switch to stop it: a forward URL kept there for `npm run dev` (README "Forwarding")
+ * would otherwise send the tests' deliveries to the developer's backend and fail them. Tests that
+ * forward set their own vars (test/helpers/forward-backend.ts).
+ */
+function forwardVarsUnset(): Record<string, string> {
+  const names = new Set(Object.keys(process.env));
+  for (const file of [".dev.vars", ".env", ".env.local"]) {
+    const path = `${root}/${file}`;
+    if (existsSync(path)) for (const name of Object.keys(parseEnv(readFileSync(path, "utf8")))) names.add(name);
+  }
+  return Object.fromEntries([...names].filter((name) => name.includes("_FORWARD_")).map((name) => [name, ""]));
+}
 
 export default defineConfig(async () => ({
   root,
@@ -19,6 +37,7 @@ export default defineConfig(async () => ({
         queueConsumers: { "webhook-deliveries": { maxBatchSize: 100, maxBatchTimeout: 60 } },
         bindings: {
           TEST_MIGRATIONS: await readD1Migrations(`${root}/migrations`),
+          ...forwardVarsUnset(),
           // Set here, not left to a developer's .dev.vars: the tests must not depend on it.
           SWEEP_INTERVAL_SECONDS: "30",
           // Test-only secrets (the published Standard Webhooks vector's key, among others).

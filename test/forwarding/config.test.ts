@@ -18,6 +18,12 @@ function problemsOf(vars: Record<string, string>) {
 }
 
 describe("forwarding by configuration", () => {
+  it("takes no forward var from a developer's own .dev.vars into the tests (test/vitest.config.ts sets each empty)", () => {
+    const forwardVars = Object.entries(env).filter(([name, value]) => name.includes("_FORWARD_") && value !== "");
+    expect(forwardVars.map(([name]) => name)).toEqual([]);
+    expect(loadConfig(env).forwarding).toEqual({ bySource: {} });
+  });
+
   it("forwards nothing when no <SOURCE>_FORWARD_URL is set, or it is empty", () => {
     expect(loadConfig({}).forwarding).toEqual({ bySource: {} });
     expect(loadConfig({ STRIPE_FORWARD_URL: "", STRIPE_FORWARD_SECRET: SECRET }).forwarding).toEqual({ bySource: {} });
