@@ -73,26 +73,29 @@ export async function forwardDelivery(env: Env, destination: ForwardDestination,
     throw new DeferredError(`the forward destination has ${destination.concurrency} requests in flight already`, answer.waitSeconds);
   }
 
-  // A request that timed out may still be running at the destination: its slot is kept until
-  // it expires, so the limit still counts it.
-  let keepSlot = false;
+  // Once the request is on its way, the destination may be working on it whatever ends our wait
+  // (its timeout, the handler's deadline or the batch's time limit aborting it, a connection lost
+  // midway): its slot is then kept until it expires, so that the limit still counts it and the
+  // destination never has more than the limit in flight. It is given back when the answer is in,
+  // or when nothing was sent.
+  let sent = false;
   let result;
   try {
     const timeout = AbortSignal.timeout(destination.timeoutSeconds * 1000);
-    const request = await forwardRequest(destination, delivery, Math.floor(Date.now() / 1000), AbortSignal.any([signal, timeout]));
+    const stop = AbortSignal.any([signal, timeout]);
+    const request = await forwardRequest(destination, delivery, Math.floor(Date.now() / 1000), stop);
     try {
+      stop.throwIfAborted();
+      sent = true;
       result = await judgeResponse(await fetch(request), destination.url, Date.now());
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      if (timeout.aborted) {
-        keepSlot = true;
-        throw new RetryAfterError(`the forward destination did not answer within ${destination.timeoutSeconds} s`, null);
-      }
+      if (timeout.aborted) throw new RetryAfterError(`the forward destination did not answer within ${destination.timeoutSeconds} s`, null);
       const text = describeError(error);
       throw new RetryAfterError(`the forward destination could not be reached: ${text.length > 200 ? `${text.slice(0, 200)}…` : text}`, null);
     }
   } finally {
-    if (!keepSlot) {
+    if (!sent || result !== undefined) {
       await limiter.release(slotId).catch((error: unknown) => {
         console.error("forwarding: could not give a slot back; it expires by itself:", describeError(error));
       });

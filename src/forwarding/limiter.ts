@@ -8,7 +8,8 @@
  *   wait. The caller then puts its delivery back on the queue for that long (a `DeferredError`),
  *   using up no attempt: no delivery fails, or is charged, because of the limit.
  * - A slot expires by itself (`holdMs`, a little more than the request timeout): a worker that
- *   dies mid-request does not keep it for good. `release` gives it back as soon as the answer is in.
+ *   dies mid-request does not keep it for good. `release` gives it back as soon as the answer is in;
+ *   a request that ended without one (forward.ts) keeps its slot until it expires.
  * - Slots are stored (a row each), not only kept in memory: an object that sits idle while its
  *   slots' requests run can be evicted, and a fresh instance must still count them. The usual
  *   forward costs two storage writes (the slot, its removal) and two calls to this object.
@@ -62,7 +63,11 @@ export class ForwardLimiter extends DurableObject<Env> {
     // Decided and changed in memory with no await in between: concurrent calls cannot both take the last slot.
     const nowMs = Date.now();
     const expired = [...slots].filter(([, expiresAtMs]) => expiresAtMs <= nowMs).map(([id]) => id);
-    for (const id of expired) slots.delete(id);
+    for (const id of expired) {
+      slots.delete(id);
+      // Never released (a timed-out request, a dead worker): its grant time would stay for good.
+      this.#grantedAtMs.delete(id);
+    }
     const writes: Promise<unknown>[] = expired.length > 0 ? [this.ctx.storage.delete(expired.map((id) => SLOT_PREFIX + id))] : [];
     if (slots.has(slotId) || slots.size < limit) {
       slots.set(slotId, nowMs + holdMs);
@@ -85,6 +90,11 @@ export class ForwardLimiter extends DurableObject<Env> {
     if (grantedAtMs !== undefined) this.#averageHoldMs = 0.8 * this.#averageHoldMs + 0.2 * (Date.now() - grantedAtMs);
     if (!slots.delete(slotId)) return;
     await this.ctx.storage.delete(SLOT_PREFIX + slotId);
+  }
+
+  /** How many slots this instance keeps a grant time for (never more than it granted and still holds): for tests. */
+  async timedSlots(): Promise<number> {
+    return this.#grantedAtMs.size;
   }
 
   /** How many slots are held now (expired ones not counted): for tests and curiosity. */

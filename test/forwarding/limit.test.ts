@@ -1,10 +1,14 @@
 // The per-destination concurrency limit, through the real consumer: the rest wait their turn on
 // the queue, none failed or charged an attempt, and the backend never sees more than the limit.
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { checkForwardSecret } from "../../src/forwarding/destination";
+import { forwardDelivery } from "../../src/forwarding/forward";
+import { limiterFor } from "../../src/forwarding/limiter";
 import { defineHandlers } from "../../src/processing/handlers";
 import type { DeliveryRef } from "../../src/processing/messages";
 import { deliveryRow } from "../helpers/db";
-import { backendCalls, forwardingTo, planBackend } from "../helpers/forward-backend";
+import { backendCalls, FORWARD_SECRET, forwardingTo, planBackend } from "../helpers/forward-backend";
 import { consume, storeDelivery } from "../helpers/processing";
 
 const NO_HANDLERS = defineHandlers({});
@@ -42,5 +46,24 @@ describe("the concurrency limit", () => {
     const { calls, maxInFlight } = await backendCalls("/limited");
     expect(maxInFlight).toBe(2);
     expect(calls.map((call) => call.headers["webhook-inbox-delivery-id"]).sort()).toEqual(refs.map((ref) => ref.id).sort());
+  });
+
+  it("keeps its slot when the handler's deadline aborts the request mid-flight, and gives it back when nothing was sent", async () => {
+    const url = await planBackend("/aborted", { status: 200, delayMs: 5_000 });
+    const destination = { url, key: (checkForwardSecret(FORWARD_SECRET) as { key: Uint8Array }).key, timeoutSeconds: 30, concurrency: 5 };
+    const delivery = { source: "standard", deliveryId: "aborted", eventType: null, contentType: null, body: new TextEncoder().encode("{}"), idempotencyKey: "whi_aborted", attempt: 1 };
+    expect(await limiterFor(env, url).inFlight()).toBe(0);
+    const deadline = new AbortController();
+    const forwarding = forwardDelivery(env, destination, delivery, deadline.signal);
+    await expect.poll(async () => (await backendCalls("/aborted")).calls.length, { timeout: 5_000 }).toBe(1);
+    deadline.abort(new Error("the handler did not return within 1 s"));
+    await expect(forwarding).rejects.toThrow("the handler did not return");
+    expect(await limiterFor(env, url).inFlight()).toBe(1);
+
+    // Aborted before the request went out (the same origin, so the same limiter): nothing runs
+    // there, and its slot is given back.
+    await expect(forwardDelivery(env, destination, delivery, AbortSignal.abort(new Error("time is up")))).rejects.toThrow("time is up");
+    expect(await limiterFor(env, url).inFlight()).toBe(1);
+    expect((await backendCalls("/aborted")).calls).toHaveLength(1);
   });
 });

@@ -44,6 +44,22 @@ describe("ForwardLimiter", () => {
     }
   });
 
+  it("forgets the grant time of a slot that expired unreleased (a timed-out request, a dead worker)", async () => {
+    const limiter = limiterFor(env, "https://forgotten.example.com/");
+    expect(await limiter.acquire("timed-out", 5, 1_000, "timed-out")).toEqual({ granted: true });
+    expect(await limiter.acquire("running", 5, HOLD_MS, "running")).toEqual({ granted: true });
+    expect(await limiter.timedSlots()).toBe(2);
+    const realNow = Date.now.bind(Date);
+    const clock = vi.spyOn(Date, "now").mockImplementation(() => realNow() + 2_000);
+    try {
+      expect(await limiter.acquire("next", 5, HOLD_MS, "next")).toEqual({ granted: true });
+    } finally {
+      clock.mockRestore();
+    }
+    expect(await limiter.inFlight()).toBe(2);
+    expect(await limiter.timedSlots()).toBe(2);
+  });
+
   it("keeps its slots across an eviction (they are stored)", async () => {
     const url = "https://evicted.example.com/";
     const limiter = limiterFor(env, url);

@@ -94,7 +94,8 @@ describe("a forwarded delivery", () => {
     const { outcomes } = await consume([ref], NO_HANDLERS, forwardingTo("standard", "http://127.0.0.1:1/hooks"));
     expect(outcomes[0]).toMatchObject({ action: "retry", reason: "handler_error" });
     expect((await deliveryRow(ref.source, ref.id))!.error).toMatch(/^RetryAfterError: the forward destination could not be reached: /);
-    expect(await limiterFor(env, "http://127.0.0.1:1/hooks").inFlight()).toBe(0);
+    // A connection lost midway looks the same: the request may be running there, so its slot stays taken.
+    expect(await limiterFor(env, "http://127.0.0.1:1/hooks").inFlight()).toBe(1);
   });
 
   it("fails after MAX_ATTEMPTS answers of 503", async () => {
