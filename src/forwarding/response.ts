@@ -22,6 +22,19 @@ export type ForwardResult =
 /** How much of an error answer is kept in the delivery's error. */
 export const ERROR_BODY_CHARS = 200;
 const ERROR_BODY_BYTES = 1_024;
+/** How much of a reason phrase (`statusText`) is kept: the standard ones are far shorter. */
+export const STATUS_TEXT_CHARS = 64;
+
+/**
+ * `text` from a backend as one line of at most `maxChars` characters, for the delivery's error:
+ * runs of whitespace and control characters become one space, and format characters (`\p{Cf}`:
+ * bidi overrides such as U+202E, zero-width characters) are removed, so that what the admin API,
+ * the dashboard and the CLI show cannot be reordered or hidden by the backend's answer.
+ */
+export function oneLine(text: string, maxChars: number): string {
+  const line = text.replace(/\p{Cf}+/gu, "").replace(/[\s\p{Cc}]+/gu, " ").trim();
+  return line.length > maxChars ? `${line.slice(0, maxChars)}…` : line;
+}
 
 /** Statuses worth trying again: the request timed out there, too many requests, the server's trouble. */
 function isRetryable(status: number): boolean {
@@ -72,13 +85,16 @@ export async function readStart(response: Response): Promise<string> {
     all.set(chunk, offset);
     offset += chunk.byteLength;
   }
-  const text = new TextDecoder().decode(all.subarray(0, ERROR_BODY_BYTES)).replace(/[\s\p{Cc}]+/gu, " ").trim();
-  return text.length > ERROR_BODY_CHARS ? `${text.slice(0, ERROR_BODY_CHARS)}…` : text;
+  return oneLine(new TextDecoder().decode(all.subarray(0, ERROR_BODY_BYTES)), ERROR_BODY_CHARS);
 }
 
-/** `503 Service Unavailable`, or the bare status when the reason phrase is empty (HTTP/2). */
+/**
+ * `503 Service Unavailable`, or the bare status when the reason phrase is empty (HTTP/2). The
+ * phrase is the backend's own text: cleaned and clipped like the body.
+ */
 function statusLine(response: Response): string {
-  return response.statusText ? `${response.status} ${response.statusText}` : String(response.status);
+  const reason = oneLine(response.statusText, STATUS_TEXT_CHARS);
+  return reason ? `${response.status} ${reason}` : String(response.status);
 }
 
 /** Where a redirect points, without its query (which may carry a token): for the error message. */

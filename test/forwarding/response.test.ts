@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ERROR_BODY_CHARS, judgeResponse, parseRetryAfter, readStart } from "../../src/forwarding/response";
+import { ERROR_BODY_CHARS, judgeResponse, parseRetryAfter, readStart, STATUS_TEXT_CHARS } from "../../src/forwarding/response";
 
 const NOW = Date.UTC(2026, 11, 4, 12, 0, 0);
 const URL_SENT = "https://backend.example.com/hooks?token=t0p";
@@ -54,9 +54,26 @@ describe("judgeResponse", () => {
     expect(result.reason).not.toContain("secret");
     for (const status of [301, 303, 307, 308]) expect((await judgeResponse(answer(status, "", { location: "/moved" }), URL_SENT, NOW)).kind).toBe("rejected");
   });
+
+  it("clips the backend's reason phrase and cleans it like the body: one line, no format characters", async () => {
+    const response = answer(400, "bad");
+    // As a backend may send it (a Response built here refuses control characters in statusText).
+    Object.defineProperty(response, "statusText", { value: `Bad\r\n\tRequest \u202Egnp.exe\u200B ${"x".repeat(200)}` });
+    const result = await judgeResponse(response, URL_SENT, NOW);
+    expect(result.kind).toBe("rejected");
+    const reason = (result as { reason: string }).reason;
+    expect(reason).toBe(`the forward destination answered 400 Bad Request gnp.exe ${"x".repeat(STATUS_TEXT_CHARS - "Bad Request gnp.exe ".length)}…: bad`);
+    const blank = answer(503);
+    Object.defineProperty(blank, "statusText", { value: "\u202E \u200B" });
+    expect(await judgeResponse(blank, URL_SENT, NOW)).toEqual({ kind: "retry", reason: "the forward destination answered 503", retryAfterSeconds: null });
+  });
 });
 
 describe("readStart", () => {
+  it("removes format characters such as bidi overrides from the body's start", async () => {
+    expect(await readStart(new Response("unknown \u202Eexe.customer\u202C\u2066 id\uFEFF"))).toBe("unknown exe.customer id");
+  });
+
   it("keeps one line of at most ERROR_BODY_CHARS characters, and never reads the whole of a large body", async () => {
     let pulled = 0;
     const endless = new ReadableStream<Uint8Array>({
