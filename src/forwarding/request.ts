@@ -56,13 +56,19 @@ export async function signStandardWebhook(key: Uint8Array, id: string, timestamp
 
 /**
  * A header value that any HTTP stack carries unchanged: printable ASCII stays as it is, and `%`,
- * control characters and anything beyond ASCII are percent-encoded as UTF-8, so that
- * `decodeURIComponent` (or Python's `urllib.parse.unquote`) gives the original back. Provider ids
- * and event types (`evt_1`, `orders/create`) pass through untouched.
+ * control characters, anything beyond ASCII, and spaces at either end (HTTP drops those) are
+ * percent-encoded as UTF-8, so that `decodeURIComponent` (or Python's `urllib.parse.unquote`)
+ * gives the original back. Provider ids and event types (`evt_1`, `orders/create`) pass through
+ * untouched.
+ * @example
+ * headerValue(" café "); // "%20caf%C3%A9%20"
  */
 export function headerValue(text: string): string {
   // toWellFormed: a lone surrogate (possible in a JSON string) would make encodeURIComponent throw.
-  return text.toWellFormed().replace(/[^\x20-\x24\x26-\x7e]+/gu, (run) => encodeURIComponent(run));
+  return text
+    .toWellFormed()
+    .replace(/[^\x20-\x24\x26-\x7e]+/gu, (run) => encodeURIComponent(run))
+    .replace(/^ +| +$/g, (run) => "%20".repeat(run.length));
 }
 
 /** A form-encoded body: `name=value` pairs joined by `&` (Twilio, Slack commands). */

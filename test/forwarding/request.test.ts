@@ -63,6 +63,14 @@ describe("headerValue", () => {
       expect(decodeURIComponent(value)).toBe(text.toWellFormed());
     }
   });
+
+  it("percent-encodes spaces at either end, which HTTP would drop, so that they come back", () => {
+    for (const text of [" evt_1", "evt_1 ", "  two ends  ", " ", "\tcafé "]) {
+      const carried = new Headers({ [DELIVERY_HEADERS.deliveryId]: headerValue(text) }).get(DELIVERY_HEADERS.deliveryId)!;
+      expect(decodeURIComponent(carried), JSON.stringify(text)).toBe(text);
+    }
+    expect(headerValue("a b")).toBe("a b");
+  });
 });
 
 describe("contentTypeOf", () => {
