@@ -228,9 +228,11 @@ async function show(client, [source, id], print, out) {
   );
   if (delivery.attemptLog?.length > 0) {
     out("");
-    /** @type {{ attempt: number | null, at: string | null, ms: number | null, outcome: string, error: string | null }[]} */
+    /** @type {{ attempt: number | null, at: string | null, ms: number | null, outcome: string, error: string | null, count?: number }[]} */
     const log = delivery.attemptLog;
-    out(table(["ATTEMPT", "STARTED", "TOOK", "OUTCOME", "ERROR"], log.map((entry) => [entry.attempt, entry.at, entry.ms === null ? null : `${entry.ms} ms`, entry.outcome, entry.error]), { maxWidth: 200 }));
+    // A repeated deferral is one entry with a count (its start and time the latest's): "deferred ×12".
+    const outcome = (/** @type {typeof log[number]} */ entry) => (entry.count === undefined ? entry.outcome : `${entry.outcome} ×${entry.count}`);
+    out(table(["ATTEMPT", "STARTED", "TOOK", "OUTCOME", "ERROR"], log.map((entry) => [entry.attempt, entry.at, entry.ms === null ? null : `${entry.ms} ms`, outcome(entry), entry.error]), { maxWidth: 200 }));
   }
   if (delivery.headers) {
     out("");

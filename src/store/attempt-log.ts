@@ -22,6 +22,11 @@ export interface AttemptEntry {
   readonly ms: number | null;
   readonly outcome: AttemptOutcome;
   readonly error: string | null;
+  /**
+   * How many deferrals in a row this entry stands for (`deferredAttempt`): present, and above 1,
+   * only on a `deferred` entry that was repeated; its `at` and `ms` are the latest's.
+   */
+  readonly count?: number;
 }
 
 /** When a run started, as the consumer saw it: with the time of its result, the entry's `at` and `ms`. */
@@ -54,6 +59,21 @@ export function appendAttempt(entrySql: string): string {
 }
 
 /**
+ * The SQL value of `attempt_log` with the deferral bound at `?param` (`attemptJson`, outcome
+ * `deferred`) added: when the last entry is a deferral with the same error, that entry is
+ * updated in place instead (its `at` and `ms` set to the new one's, its `count`, 1 when absent,
+ * plus one), so that a delivery waiting many times for a forward slot does not push its real
+ * attempts out of the MAX_ATTEMPT_LOG kept. Still one value of the same UPDATE.
+ */
+export function deferredAttempt(param: number): string {
+  const log = "coalesce(attempt_log, '[]')";
+  const last = (field: string) => `json_extract(${log}, '$[#-1].${field}')`;
+  const repeated = `${last("outcome")} = 'deferred' AND ${last("error")} IS json_extract(?${param}, '$.error')`;
+  const updated = `json_set(${log}, '$[#-1].at', json_extract(?${param}, '$.at'), '$[#-1].ms', json_extract(?${param}, '$.ms'), '$[#-1].count', coalesce(${last("count")}, 1) + 1)`;
+  return `CASE WHEN ${repeated} THEN ${updated} ELSE ${appendAttempt(entryAt(param, "NULL"))} END`;
+}
+
+/**
  * The entry bound at `?param` (`attemptJson`) with its `attempt` set to `attemptSql`, an SQL
  * expression of the old row (e.g. `attempts + 1`), or `NULL`.
  */
@@ -82,6 +102,7 @@ export function attemptLogFromColumn(text: string | null): AttemptEntry[] {
       ms: typeof item.ms === "number" ? item.ms : null,
       outcome: item.outcome as AttemptOutcome,
       error: typeof item.error === "string" ? item.error : null,
+      ...(typeof item.count === "number" && Number.isInteger(item.count) && item.count > 1 ? { count: item.count } : {}),
     });
   }
   return entries;

@@ -19,7 +19,7 @@
  * infrastructure error before any result.
  */
 import type { DeliveryRef } from "../processing/messages";
-import { appendAttempt, attemptJson, entryAt, type RunTiming } from "./attempt-log";
+import { appendAttempt, attemptJson, deferredAttempt, entryAt, type RunTiming } from "./attempt-log";
 import { isoTime } from "./clock";
 import { bodyColumns, bodyFromRow } from "./columns";
 
@@ -174,7 +174,9 @@ export async function markRetrying(db: D1Database, ref: DeliveryRef, token: numb
 /**
  * Records a run cut short by the consumer's own time limit, or deferred because its forward
  * destination was busy (not the handler's fault): back to `received`, the run not counted, `why`
- * in its attempt history. Fenced: false when a newer claim took the delivery over.
+ * in its attempt history. A deferral right after one with the same `why` updates that entry (its
+ * time, and a count) instead of adding one (`deferredAttempt`). Fenced: false when a newer claim
+ * took the delivery over.
  */
 export async function markDeferred(
   db: D1Database,
@@ -186,7 +188,7 @@ export async function markDeferred(
 ): Promise<boolean> {
   const result = await db
     .prepare(
-      `UPDATE deliveries SET status = 'received', lease_token = ?3, updated_at = ?4, attempt_log = ${appendAttempt(entryAt(5, "NULL"))}
+      `UPDATE deliveries SET status = 'received', lease_token = ?3, updated_at = ?4, attempt_log = ${deferredAttempt(5)}
         WHERE source = ?1 AND id = ?2 AND ${RESULT_FENCE}`,
     )
     .bind(ref.source, ref.id, token, isoTime(nowMs), attemptJson("deferred", nowMs, run, `${why} (not counted)`))

@@ -101,6 +101,7 @@ describe("webhook-inbox (against a stub API)", () => {
         headers: [["stripe-signature", "t=1,v1=ab"]],
         attemptLog: [
           { attempt: 1, at: "2026-12-04T00:00:00.100Z", ms: 31, outcome: "retry", error: "Error: upstream 503" },
+          { attempt: null, at: "2026-12-04T00:00:02.000Z", ms: 5, outcome: "deferred", error: "the forward destination has 10 requests in flight already (not counted)", count: 12 },
           { attempt: 2, at: "2026-12-04T00:00:04.000Z", ms: 12, outcome: "done", error: null },
         ],
       }),
@@ -108,6 +109,7 @@ describe("webhook-inbox (against a stub API)", () => {
     const result = await run(["show", "stripe", "evt_1"]);
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^1\s+2026-12-04T00:00:00\.100Z\s+31 ms\s+retry\s+Error: upstream 503$/m);
+    assert.match(result.stdout, /^-\s+2026-12-04T00:00:02\.000Z\s+5 ms\s+deferred ×12\s+the forward destination has 10 requests in flight already \(not counted\)$/m);
     assert.match(result.stdout, /^2\s+2026-12-04T00:00:04\.000Z\s+12 ms\s+done\s+-$/m);
     assert.match(result.stdout, /^stripe-signature: t=1,v1=ab$/m);
     assert.ok(result.stdout.indexOf("OUTCOME") < result.stdout.indexOf("stripe-signature:") && result.stdout.indexOf("stripe-signature:") < result.stdout.lastIndexOf("{}"));

@@ -131,7 +131,7 @@ describe("forwarding, end to end", { timeout: 600_000 }, () => {
     const { state } = backend;
     const calls = [...state.calls.values()].reduce((total, count) => total + count, 0);
     const [deferrals] = await inbox.sql(
-      "SELECT COUNT(*) AS n FROM deliveries, json_each(deliveries.attempt_log) AS entry WHERE source = 'standard' AND json_extract(entry.value, '$.outcome') = 'deferred'",
+      "SELECT coalesce(SUM(coalesce(json_extract(entry.value, '$.count'), 1)), 0) AS n FROM deliveries, json_each(deliveries.attempt_log) AS entry WHERE source = 'standard' AND json_extract(entry.value, '$.outcome') = 'deferred'",
     );
     console.log(
       [

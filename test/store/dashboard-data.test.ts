@@ -13,7 +13,7 @@ import { resetForReplay } from "../../src/store/replay";
 import { MAX_ATTEMPT_LOG } from "../../src/store/attempt-log";
 import { hmac } from "../../src/providers/hmac";
 import { headersToStore, MAX_HEADERS_BYTES } from "../../src/store/headers";
-import { claimedDelivery, markDone, markTakeover, readClaim } from "../../src/store/lifecycle";
+import { claimedDelivery, markDeferred, markDone, markRetrying, markTakeover, readClaim } from "../../src/store/lifecycle";
 import { insertDelivery } from "../../src/store/record";
 import { applyRetention } from "../../src/store/sweep";
 import { post, sha256Hex, stripeSignature, unique } from "../helpers/provider-signers";
@@ -164,6 +164,22 @@ describe("the attempt history", () => {
     expect((await getDelivery(env.DB, ref))!.attemptLog).toEqual([
       { attempt: 1, at: null, ms: null, outcome: "vanished", error: "the worker's lease ran out without a result" },
       { attempt: 2, at: "2026-12-04T00:00:00.001Z", ms: 499, outcome: "done", error: null },
+    ]);
+  });
+
+  it("keeps deferrals in a row with the same reason as one entry, its time the latest and a count", async () => {
+    const ref = { source: "dash", id: unique("deferrals") };
+    await insertDelivery(env.DB, { ...ref, eventType: null, body, receivedAtMs: NOW }).run();
+    const busy = "the forward destination has 2 requests in flight already";
+    expect(await markRetrying(env.DB, ref, 1, "RetryAfterError: the forward destination answered 503", NOW + 10, { startedAtMs: NOW })).toBe(true);
+    for (const token of [2, 3, 4]) expect(await markDeferred(env.DB, ref, token, NOW + token * 1_000 + 7, { startedAtMs: NOW + token * 1_000 }, busy)).toBe(true);
+    expect(await markDeferred(env.DB, ref, 5, NOW + 5_000, undefined)).toBe(true);
+    expect(await markDeferred(env.DB, ref, 6, NOW + 6_003, { startedAtMs: NOW + 6_000 }, busy)).toBe(true);
+    expect((await getDelivery(env.DB, ref))!.attemptLog).toEqual([
+      { attempt: 1, at: "2026-12-04T00:00:00.000Z", ms: 10, outcome: "retry", error: "RetryAfterError: the forward destination answered 503" },
+      { attempt: null, at: "2026-12-04T00:00:04.000Z", ms: 7, outcome: "deferred", error: `${busy} (not counted)`, count: 3 },
+      { attempt: null, at: null, ms: null, outcome: "deferred", error: "cut short: the consumer invocation's time ran out (not counted)" },
+      { attempt: null, at: "2026-12-04T00:00:06.000Z", ms: 3, outcome: "deferred", error: `${busy} (not counted)` },
     ]);
   });
 

@@ -179,6 +179,19 @@ describe("GET /ui/deliveries/:source/:id", () => {
     expect(page.text).toContain('<form method="post" action="/ui/deliveries/ui-detail/full/replay"><button type="submit">Replay</button></form>');
   });
 
+  it("shows a repeated deferral once, with how many times it happened", async () => {
+    await putDelivery({
+      source: "ui-detail",
+      id: "deferred",
+      attemptLog: [
+        { attempt: 1, at: "2026-03-01T10:00:00.000Z", ms: 40, outcome: "retry", error: "RetryAfterError: the forward destination answered 503" },
+        { attempt: null, at: "2026-03-01T10:05:00.000Z", ms: 9, outcome: "deferred", error: "the forward destination has 10 requests in flight already (not counted)", count: 12 },
+      ],
+    });
+    const page = await ui("/ui/deliveries/ui-detail/deferred");
+    expect(rows(`<table>${page.text.split("<table>")[1]}`).map((row) => row[3])).toEqual(["retry", "deferred ×12"]);
+  });
+
   it("pretty-prints a JSON body keeping every number as sent", async () => {
     await putDelivery({ source: "ui-detail", id: "json", body: '{"amount":12345678901234567890,"nested":{"list":[1,2.50,{}],"empty":[]},"s":"a,b:{c}"}' });
     const page = await ui("/ui/deliveries/ui-detail/json");

@@ -105,9 +105,14 @@ export const DeliveryDetailSchema = DeliverySummarySchema.extend({
         ms: z.number().int().nullable().openapi({ description: "how long the run took" }),
         outcome: z.enum(["done", "unhandled", "retry", "failed", "vanished", "deferred", "replayed"]),
         error: z.string().nullable(),
+        count: z
+          .number()
+          .int()
+          .optional()
+          .openapi({ description: "on a deferral repeated in a row with the same error: how many times (at and ms are the latest's)" }),
       }),
     )
-    .openapi({ description: "each run and replay, oldest first (the last 50)" }),
+    .openapi({ description: "each run and replay, oldest first (the last 50); deferrals in a row with the same error share one entry" }),
 }).openapi("DeliveryDetail");
 
 export const ListQuerySchema = z.object({

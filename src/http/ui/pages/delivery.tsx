@@ -143,6 +143,7 @@ function AttemptTable(props: { entries: readonly AttemptEntry[]; nowMs: number }
             <td class="num">{entry.ms === null ? "–" : millisecondsText(entry.ms)}</td>
             <td>
               <OutcomeBadge outcome={entry.outcome} />
+              {entry.count === undefined ? null : <span title={`${entry.count} times in a row; started and took are the latest's`}> ×{entry.count}</span>}
             </td>
             <td class="break">{entry.error ?? ""}</td>
           </tr>
