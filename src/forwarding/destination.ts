@@ -26,21 +26,27 @@ export const DEFAULT_TIMEOUT_SECONDS = 30;
 export const DEFAULT_CONCURRENCY = 10;
 export const MAX_CONCURRENCY = 1_000;
 
-/** Hosts that may be reached over plain http: this machine only (a local backend under `wrangler dev`). */
+/**
+ * Hosts that may be reached over plain http: this machine only (a local backend under `wrangler
+ * dev`): localhost and its subdomains (*.localhost), the loopback block 127.0.0.0/8, and [::1].
+ * LOCAL_HOSTS says the same in words.
+ */
+const LOCAL_HOSTS = "localhost, *.localhost, 127.0.0.0/8 or [::1]";
+
 function isLocalHost(hostname: string): boolean {
   return hostname === "localhost" || hostname.endsWith(".localhost") || hostname === "[::1]" || /^127(\.\d{1,3}){3}$/.test(hostname);
 }
 
 /**
- * The destination URL, or a problem. https only, except for this machine (http://localhost,
- * 127.0.0.1, [::1]); no user name or password in it: a credential in a URL ends up in logs, and
+ * The destination URL, or a problem. https only, except for this machine (http:// to
+ * LOCAL_HOSTS); no user name or password in it: a credential in a URL ends up in logs, and
  * the request is signed anyway.
  * @example
  * checkForwardUrl("https://billing.example.com/webhooks"); // { ok: true, url: "https://billing.example.com/webhooks" }
  * checkForwardUrl("http://billing.example.com/webhooks"); // { ok: false, problem: "must be an https:// URL …" }
  */
 export function checkForwardUrl(text: string): { ok: true; url: string } | { ok: false; problem: string } {
-  const https = "must be an absolute https:// URL (http:// only for localhost, 127.0.0.1 or [::1])";
+  const https = `must be an absolute https:// URL (http:// only for ${LOCAL_HOSTS})`;
   let url: URL;
   try {
     url = new URL(text.trim());

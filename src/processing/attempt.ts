@@ -51,7 +51,9 @@ export interface HandledDelivery {
  * throws.
  *
  * The code handler goes first and the forward last: the handler's D1 effects are committed with
- * the done mark only once the backend took the delivery, so both happen or neither does. A
+ * the done mark only once the backend took the delivery, so a delivery the backend refused commits
+ * none. Not the reverse: a commit that fails after the backend's 2xx retries both, and the backend
+ * deduplicates the resend on its `webhook-id` (it may even end failed, though the backend took it). A
  * handler that throws stops the delivery before anything is sent; a forward that fails retries
  * both, the handler's effects uncommitted (its external calls, keyed by `ctx.idempotencyKey`,
  * repeat; the backend deduplicates on `webhook-id`).

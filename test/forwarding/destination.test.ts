@@ -3,9 +3,13 @@ import { checkForwardSecret, checkForwardUrl, timeoutProblem } from "../../src/f
 
 describe("checkForwardUrl", () => {
   it("accepts https:// anywhere, and http:// for this machine only", () => {
-    for (const url of ["https://billing.example.com/webhooks", "http://localhost:3000/hooks", "http://127.0.0.1:8080/", "http://[::1]/in", "http://api.localhost/x"]) {
+    for (const url of ["https://billing.example.com/webhooks", "http://localhost:3000/hooks", "http://127.0.0.1:8080/", "http://[::1]/in", "http://api.localhost/x", "http://127.8.9.10/"]) {
       expect(checkForwardUrl(url)).toEqual({ ok: true, url: new URL(url).toString() });
     }
+  });
+
+  it("names every host it accepts over http:// in its problem, as README does", () => {
+    expect(checkForwardUrl("http://billing.example.com/")).toEqual({ ok: false, problem: "must be an absolute https:// URL (http:// only for localhost, *.localhost, 127.0.0.0/8 or [::1])" });
   });
 
   it("refuses plain http to another host, other schemes and what is not a URL", () => {
