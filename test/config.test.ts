@@ -1,16 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, MIN_RETENTION_DAYS, QUEUE_MAX_DELAY_SECONDS } from "../src/config";
-
-/** The problems of a config that must be refused. */
-function problemsOf(vars: Record<string, string>) {
-  try {
-    loadConfig(vars);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error(`accepted: ${JSON.stringify(vars)}`);
-}
+import { problemsOf } from "./helpers/config-problems";
 
 describe("loadConfig", () => {
   it("has a default for every var, a heartbeat every 10 s among them", () => {

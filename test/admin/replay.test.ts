@@ -6,21 +6,8 @@ import type { DeliveryRef } from "../../src/processing/messages";
 import { applyRetention } from "../../src/store/sweep";
 import { deliveryRow } from "../helpers/db";
 import { consume, storeDelivery } from "../helpers/processing";
+import { recordingProducer } from "../helpers/recording-producer";
 import { adminWithEnv } from "./client";
-
-/** A queue producer that only records: the runtime's own consumer must not race these tests. */
-function recordingProducer() {
-  const sent: unknown[] = [];
-  const queue = {
-    async send(body: unknown) {
-      sent.push(body);
-    },
-    async sendBatch(messages: Iterable<MessageSendRequest>) {
-      for (const message of messages) sent.push(message.body);
-    },
-  };
-  return { sent, queue: queue as unknown as Queue };
-}
 
 /** Calls the admin API with a recording DELIVERIES queue. */
 async function adminRecording(path: string, body?: unknown) {

@@ -2,20 +2,11 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config";
+import { loadConfig } from "../../src/config";
+import { problemsOf } from "../helpers/config-problems";
 import worker from "../../src/index";
 
 const SECRET = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
-
-function problemsOf(vars: Record<string, string>) {
-  try {
-    loadConfig(vars);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error(`accepted: ${JSON.stringify(vars)}`);
-}
 
 describe("forwarding by configuration", () => {
   it("takes no forward var from a developer's own .dev.vars into the tests (test/vitest.config.ts sets each empty)", () => {

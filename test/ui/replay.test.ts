@@ -7,22 +7,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BULK_BATCH } from "../../src/http/ui/routes/replay";
 import { deliveryRow } from "../helpers/db";
+import { recordingProducer } from "../helpers/recording-producer";
 import { ui } from "./client";
 import { putDelivery } from "./fixtures";
-
-/** A queue producer that only records: the runtime's own consumer must not race these tests. */
-function recordingQueue() {
-  const sent: unknown[] = [];
-  const queue = {
-    async send(body: unknown) {
-      sent.push(body);
-    },
-    async sendBatch(messages: Iterable<MessageSendRequest>) {
-      for (const message of messages) sent.push(message.body);
-    },
-  };
-  return { sent, env: { DELIVERIES: queue as unknown as Queue } };
-}
 
 describe("POST /ui/deliveries/:source/:id/replay", () => {
   it("replays a failed delivery and goes back to its page, which says so", async () => {
@@ -148,3 +135,9 @@ describe("bulk replay of failed deliveries", () => {
     expect(page.text).not.toContain('action="/ui/replay"');
   });
 });
+
+/** A recording queue as the dashboard's calls take it: the bindings to override. */
+function recordingQueue() {
+  const { sent, queue } = recordingProducer();
+  return { sent, env: { DELIVERIES: queue } };
+}
