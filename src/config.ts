@@ -11,6 +11,7 @@
  * batches wait and retry, and the sweeper's heartbeat keeps beating until it is fixed.
  */
 import { z } from "zod";
+import type { ConfigProblem } from "./config-problem";
 import { parseForwarding, type ForwardingConfig } from "./forwarding/config";
 
 /**
@@ -88,11 +89,7 @@ export interface InboxConfig {
   readonly forwarding: ForwardingConfig;
 }
 
-/** One thing wrong with the configuration: the vars involved and what is wrong, never their values. */
-export interface ConfigProblem {
-  readonly variables: readonly string[];
-  readonly problem: string;
-}
+export type { ConfigProblem } from "./config-problem";
 
 /** Thrown when a var is malformed: the inbox refuses to run rather than guess. */
 export class ConfigError extends Error {

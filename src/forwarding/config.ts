@@ -9,7 +9,7 @@
  * a `forward()` handler reads (README: name them the same way) are checked before any delivery
  * too. An empty value counts as unset, as for webhook secrets.
  */
-import type { ConfigProblem } from "../config";
+import type { ConfigProblem } from "../config-problem";
 import { sourceVarPrefix } from "../secrets";
 import { SOURCES } from "../sources";
 import {
