@@ -71,8 +71,11 @@ export function setCookie(headers: Headers, name: string): { value: string; attr
   return undefined;
 }
 
-/** A client address of its own, so that sign-in attempts of one test do not count against another's. */
+/**
+ * A client address of its own, so that sign-in attempts of one test do not count against another's:
+ * a /64 of its own (the throttle counts an IPv6 address by its /64).
+ */
 export function clientAddress(): Record<string, string> {
   const group = () => Math.floor(Math.random() * 0x10000).toString(16);
-  return { "cf-connecting-ip": `2001:db8::${group()}:${group()}:${group()}` };
+  return { "cf-connecting-ip": `2001:db8:${group()}:${group()}::${group()}` };
 }

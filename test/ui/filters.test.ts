@@ -1,6 +1,6 @@
 /** The list's query parsing and the body's pretty-printer: pure functions, their edge cases. */
 import { describe, expect, it } from "vitest";
-import { prettyJson, viewBody, MAX_SHOWN_BYTES } from "../../src/http/ui/body-view";
+import { MAX_PRETTY_DEPTH, prettyJson, viewBody, MAX_SHOWN_BYTES } from "../../src/http/ui/body-view";
 import { parseFilter, parseUtcTime } from "../../src/http/ui/filters";
 
 describe("parseUtcTime", () => {
@@ -45,6 +45,14 @@ describe("parseFilter", () => {
 });
 
 describe("prettyJson", () => {
+  it("leaves deep nesting as sent, so that a small body cannot make a huge page", () => {
+    const deep = `${"[".repeat(20_000)}1${"]".repeat(20_000)}`;
+    expect(prettyJson(deep)).toBeNull();
+    expect(viewBody(new TextEncoder().encode(deep))).toMatchObject({ kind: "text", text: deep });
+    const shallow = `${"[".repeat(MAX_PRETTY_DEPTH)}1${"]".repeat(MAX_PRETTY_DEPTH)}`;
+    expect(prettyJson(shallow)?.length).toBeLessThan(40_000);
+  });
+
   it("re-indents without changing a token: large numbers, escapes, duplicate keys", () => {
     expect(prettyJson('{"a":1e400,"a":"x\\"y,{}","b":[ ]}')).toBe('{\n  "a": 1e400,\n  "a": "x\\"y,{}",\n  "b": []\n}');
   });

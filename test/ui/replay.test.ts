@@ -129,6 +129,15 @@ describe("bulk replay of failed deliveries", () => {
     expect((await deliveryRow("ui-bulk-c", "c-1"))?.status).toBe("failed");
   });
 
+  it("offers no replay form while a filter could not be read (the form would replay a wider set)", async () => {
+    await putDelivery({ source: "ui-bulk-p", id: "p-1", status: "failed", error: "boom" });
+    const page = await ui("/ui/replay?source=ui-bulk-p&since=garbage");
+    expect(page.status).toBe(200);
+    expect(page.text).toContain("Fix the filters first");
+    expect(page.text).not.toContain('action="/ui/replay"');
+    expect((await ui("/ui/replay?source=ui-bulk-p")).text).toContain('action="/ui/replay"');
+  });
+
   it("says there is nothing to replay when no failed delivery matches", async () => {
     const page = await ui("/ui/replay?source=ui-bulk-none");
     expect(page.text).toContain("No failed delivery of the source ui-bulk-none can be replayed now.");

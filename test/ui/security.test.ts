@@ -5,6 +5,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { storeDelivery } from "../helpers/processing";
+import { MAX_FORM_BYTES } from "../../src/http/ui/security";
 import { ui } from "./client";
 
 const ref = { source: "ui-security", id: "sec-1" };
@@ -95,6 +96,12 @@ describe("CSRF: every POST", () => {
     }
     const row = await env.DB.prepare("SELECT status, error FROM deliveries WHERE source = ?1 AND id = ?2").bind(ref.source, ref.id).first();
     expect(row).toEqual({ status: "failed", error: "kept" });
+  });
+
+  it.each(POSTS)("POST %s with a form past MAX_FORM_BYTES is refused with 413 before anything reads it", async (path, form) => {
+    const result = await ui(path, { form: { ...form, padding: "x".repeat(MAX_FORM_BYTES) } });
+    expect(result.status).toBe(413);
+    expect(result.text).toContain("Too large");
   });
 
   it.each(POSTS)("POST %s without Origin or Sec-Fetch-Site is refused with 403", async (path, form) => {

@@ -2,7 +2,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { FREE_ATTEMPTS, MAX_LOCK_SECONDS } from "../../src/http/ui/sign-in-throttle";
+import { FREE_ATTEMPTS, MAX_LOCK_SECONDS, throttleKey } from "../../src/http/ui/sign-in-throttle";
 
 function throttle() {
   return env.SIGN_IN_THROTTLE.get(env.SIGN_IN_THROTTLE.idFromName(`test-${crypto.randomUUID()}`));
@@ -67,5 +67,17 @@ describe("SignInThrottle", () => {
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await runInDurableObject(stub, (_instance, state) => state.storage.get("state"))).toBeUndefined();
     expect(await stub.attempt()).toEqual({ allowed: true });
+  });
+});
+
+describe("throttleKey", () => {
+  it("counts an IPv4 address whole and an IPv6 one by its /64, however it is written", () => {
+    expect(throttleKey("203.0.113.7")).toBe("203.0.113.7");
+    expect(throttleKey(null)).toBe("unknown");
+    const sixtyFour = ["2001:db8:1:2::b", "2001:DB8:1:2:ffff:0:0:1", "2001:0db8:0001:0002::", "2001:db8:1:2:a:b:c:d"].map(throttleKey);
+    expect(new Set(sixtyFour)).toEqual(new Set(["2001:db8:1:2::/64"]));
+    expect(throttleKey("2001:db8:1:3::b")).toBe("2001:db8:1:3::/64");
+    expect(throttleKey("::1")).toBe("0:0:0:0::/64");
+    expect(throttleKey("fe80::1")).toBe("fe80:0:0:0::/64");
   });
 });

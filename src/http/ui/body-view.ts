@@ -28,9 +28,19 @@ export function viewBody(body: Uint8Array): BodyView {
 }
 
 /**
+ * Nesting past this is shown as sent, not re-indented: indentation grows with the depth on every
+ * line, so a small body of deep brackets would otherwise make a page of many megabytes (a
+ * 12 KB body of `[[[…` made 72 MB).
+ */
+export const MAX_PRETTY_DEPTH = 32;
+/** The re-indented text is given up past this many characters (the page then shows the body as sent). */
+export const MAX_PRETTY_CHARS = 2 * 1024 * 1024;
+
+/**
  * `text` re-indented by two spaces when it is a JSON object or array, else null. Every token is
  * kept as written: JSON.parse would round a large number (a payment amount, an id) and merge
- * duplicate keys, and the page must show what the provider sent.
+ * duplicate keys, and the page must show what the provider sent. Null too past MAX_PRETTY_DEPTH
+ * or MAX_PRETTY_CHARS: the body is then shown as text, as sent.
  */
 export function prettyJson(text: string): string | null {
   const trimmed = text.trim();
@@ -67,7 +77,7 @@ export function prettyJson(text: string): string | null {
           out += char + trimmed[next];
           index = next;
         } else {
-          depth++;
+          if (++depth > MAX_PRETTY_DEPTH) return null;
           out += char + newline();
         }
         break;
@@ -79,6 +89,7 @@ export function prettyJson(text: string): string | null {
         break;
       case ",":
         out += `,${newline()}`;
+        if (out.length > MAX_PRETTY_CHARS) return null;
         break;
       case ":":
         out += ": ";

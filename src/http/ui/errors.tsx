@@ -9,7 +9,7 @@ import { ConfigError } from "../../config";
 import type { AppEnv } from "../types";
 import { renderPage } from "./layout";
 
-type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 415 | 429 | 500 | 503;
+type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 503;
 
 const MESSAGES: Partial<Record<number, { title: string; text: string }>> = {
   400: { title: "Bad request", text: "The request could not be understood." },
@@ -18,6 +18,7 @@ const MESSAGES: Partial<Record<number, { title: string; text: string }>> = {
     text: "This form was sent from another site, or your browser did not say where it came from. Nothing was changed. Open the dashboard and try again from there.",
   },
   404: { title: "Not found", text: "There is no such page." },
+  413: { title: "Too large", text: "The dashboard's forms are a few fields; this one was far larger. Nothing was changed." },
   415: { title: "Forms only", text: "The dashboard accepts form submissions only." },
 };
 

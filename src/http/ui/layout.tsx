@@ -78,7 +78,7 @@ function Layout(props: PageOptions & { nonce: string | undefined; children: Chil
  * @example
  * return renderPage(c, { title: "Overview", section: "overview", signedIn: true }, <Overview … />);
  */
-export function renderPage(c: Context<AppEnv>, options: PageOptions, body: Child, status: 200 | 400 | 401 | 403 | 404 | 409 | 415 | 429 | 500 | 503 = 200) {
+export function renderPage(c: Context<AppEnv>, options: PageOptions, body: Child, status: 200 | 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 500 | 503 = 200) {
   const page = (
     <Layout {...options} nonce={c.get("secureHeadersNonce")}>
       {body}

@@ -13,6 +13,7 @@
  *   judges the types a cross-site form can send) could let it through.
  */
 import type { MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
 import { NONCE, secureHeaders } from "hono/secure-headers";
@@ -49,12 +50,27 @@ export function noStore(): MiddlewareHandler<AppEnv> {
 
 const FORM_TYPE = /^(application\/x-www-form-urlencoded|multipart\/form-data)\s*(;|$)/i;
 
-/** Refuses a POST that is not a form of this origin: 415 for another body type, 403 cross-site. */
+/** The dashboard's forms are a few fields: a larger body is refused before anything reads it. */
+export const MAX_FORM_BYTES = 16 * 1024;
+
+/**
+ * Refuses a POST that is not a form of this origin: 415 for another body type, 403 cross-site,
+ * 413 past MAX_FORM_BYTES (checked before sign-in or anything else parses it: CSRF is not
+ * authentication, and anyone can send any Origin).
+ */
 export function formPostsFromHere(): MiddlewareHandler<AppEnv> {
   const sameOrigin = csrf();
+  const limited = bodyLimit({
+    maxSize: MAX_FORM_BYTES,
+    onError: () => {
+      throw new HTTPException(413, { message: "the form is too large" });
+    },
+  });
   return async function formPostsFromHere(c, next) {
     if (c.req.method !== "POST") return next();
     if (!FORM_TYPE.test(c.req.header("content-type") ?? "")) throw new HTTPException(415, { message: "the dashboard takes forms only" });
-    return sameOrigin(c, next);
+    return sameOrigin(c, async () => {
+      await limited(c, next);
+    });
   };
 }

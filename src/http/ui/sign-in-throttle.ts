@@ -56,9 +56,30 @@ export class SignInThrottle extends DurableObject<Env> {
 
 /**
  * The throttle of the address a request came from: `CF-Connecting-IP`, which Cloudflare sets
- * (a client cannot); without it (`wrangler dev`) every request shares one throttle.
+ * (a client cannot); without it (`wrangler dev`) every request shares one throttle. An IPv6
+ * address counts by its /64: one client holds a whole /64, and would otherwise get a fresh
+ * throttle per address.
  */
 export function throttleFor(env: Env, request: Request): DurableObjectStub<SignInThrottle> {
-  const address = request.headers.get("cf-connecting-ip") ?? "unknown";
+  const address = throttleKey(request.headers.get("cf-connecting-ip"));
   return env.SIGN_IN_THROTTLE.get(env.SIGN_IN_THROTTLE.idFromName(address));
+}
+
+/**
+ * What a client's sign-ins are counted by: an IPv4 address whole, an IPv6 one by its first four
+ * groups (its /64), "unknown" without one.
+ * @example
+ * throttleKey("2001:db8:1:2::b"); // "2001:db8:1:2::/64"
+ */
+export function throttleKey(address: string | null): string {
+  if (!address) return "unknown";
+  if (!address.includes(":")) return address;
+  const [head = "", tail = ""] = address.toLowerCase().split("::", 2);
+  const headGroups = head === "" ? [] : head.split(":");
+  const tailGroups = address.includes("::") ? (tail === "" ? [] : tail.split(":")) : [];
+  const groups = [...headGroups, ...Array(Math.max(0, 8 - headGroups.length - tailGroups.length)).fill("0"), ...tailGroups];
+  return `${groups
+    .slice(0, 4)
+    .map((group) => group.replace(/^0+(?=.)/, ""))
+    .join(":")}::/64`;
 }

@@ -75,7 +75,12 @@ export function BulkReplayPage(props: BulkReplayProps) {
         {props.matching === 0 ? "No failed delivery" : props.matching === 1 ? "1 failed delivery" : `${props.matching} failed deliveries`}{" "}
         {describeFilter(filter)} can be replayed now. <a href={failedList}>See them</a>.
       </p>
-      {left === 0 ? (
+      {props.problems.length > 0 ? (
+        // The form would send the filters it could read and replay a wider set than asked for.
+        <p>
+          Fix the filters first: <a href={failedList}>back to the failed deliveries</a>.
+        </p>
+      ) : left === 0 ? (
         <p>
           <a href={failedList}>Back to the failed deliveries</a>
         </p>
