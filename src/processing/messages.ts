@@ -2,10 +2,9 @@
  * What travels on the queues: a reference to a stored delivery, never its body (the D1 row is
  * the single copy; queue messages are capped at 128 KB and bodies may be 1 MiB).
  */
-export interface DeliveryRef {
-  readonly source: string;
-  readonly id: string;
-}
+import type { DeliveryRef } from "../delivery-ref";
+
+export type { DeliveryRef };
 
 /** A message on the dead-letter queue: the delivery and why it gave up. */
 export interface DeadLetter extends DeliveryRef {

@@ -4,7 +4,7 @@
  *
  * Reads never touch the lease columns.
  */
-import type { DeliveryRef } from "../processing/messages";
+import type { DeliveryRef } from "../delivery-ref";
 import { attemptLogFromColumn, type AttemptEntry } from "./attempt-log";
 import { bodyColumns, bodyFromRow } from "./columns";
 import { headersFromColumn, type StoredHeaders } from "./headers";

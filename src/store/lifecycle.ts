@@ -18,7 +18,7 @@
  * short by the consumer's own time limit counts nothing, and neither does a claim that met an
  * infrastructure error before any result.
  */
-import type { DeliveryRef } from "../processing/messages";
+import type { DeliveryRef } from "../delivery-ref";
 import { appendAttempt, attemptJson, deferredAttempt, entryAt, type RunTiming } from "./attempt-log";
 import { isoTime } from "./clock";
 import { bodyColumns, bodyFromRow } from "./columns";

@@ -3,7 +3,7 @@
  * object is reset and the delivery is enqueued again (src/http/admin/replayer.ts explains the
  * order). The only write of the admin API and the dashboard.
  */
-import type { DeliveryRef } from "../processing/messages";
+import type { DeliveryRef } from "../delivery-ref";
 import type { DeliveryStatus } from "./admin";
 import { appendAttempt, attemptJson, entryAt } from "./attempt-log";
 import { isoTime } from "./clock";

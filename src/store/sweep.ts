@@ -2,7 +2,7 @@
  * The sweeper's queries: find deliveries that nobody is working on, and apply retention.
  * Each is bounded per run, so a large backlog is worked off over several runs.
  */
-import type { DeliveryRef } from "../processing/messages";
+import type { DeliveryRef } from "../delivery-ref";
 import { isoTime } from "./clock";
 import { COUNTED_MARK_SQL } from "./overview";
 
