@@ -13,9 +13,10 @@
  * - failed: the partial index of failed rows;
  * - unhandled: `inbox_counts.unhandled`, kept exact by triggers (migrations/0008) and retention;
  * - done: what is left of the total.
- * None of these is a write on the hot path (an unhandled delivery pays one row for its count). Put together (`refreshOverview`), they are kept as one
- * snapshot in `inbox_marks` and served from there for up to OVERVIEW_MAX_AGE_MS; the oldest waiting
- * delivery is read live (the first entry of the partial index).
+ * None of these is a write on the hot path (an unhandled delivery pays one row for its count).
+ * Put together (`refreshOverview`), they are kept as one snapshot in `inbox_marks` and served from
+ * there for up to OVERVIEW_MAX_AGE_MS; the oldest waiting delivery is read live (the first entry of
+ * the partial index).
  */
 import { DELIVERY_STATUSES, type DeliveryStatus, type StatusCounts } from "./admin";
 import { isoTime } from "./clock";
