@@ -20,6 +20,7 @@
  */
 import { DELIVERY_STATUSES, type DeliveryStatus, type StatusCounts } from "./admin";
 import { isoTime } from "./clock";
+import { markSql } from "./marks";
 
 /** The `inbox_marks` row up to which (a `received_at`, exclusive) rows are in `inbox_counts` and `inbox_hours`. */
 export const COUNTED_THROUGH = "counted_through";
@@ -64,7 +65,7 @@ export interface Overview {
 type Snapshot = Omit<Overview, "oldestWaitingSeconds">;
 
 /** The `counted_through` mark as an SQL expression ('' before the first walk). */
-export const COUNTED_MARK_SQL = `coalesce((SELECT value FROM inbox_marks WHERE name = '${COUNTED_THROUGH}'), '')`;
+export const COUNTED_MARK_SQL = markSql(COUNTED_THROUGH);
 const MARK = COUNTED_MARK_SQL;
 const OLDEST_WAITING_SQL = "SELECT MIN(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'processing')";
 
@@ -203,8 +204,7 @@ export async function readOverview(db: D1Database, nowMs: number): Promise<Overv
     db.prepare("SELECT value FROM inbox_marks WHERE name = ?1").bind(OVERVIEW_MARK),
     db.prepare(OLDEST_WAITING_SQL),
   ]);
-  let snapshot = parseSnapshot((stored!.results[0] as { value: string } | undefined)?.value);
-  if (!snapshot || !(nowMs - Date.parse(snapshot.asOf) < OVERVIEW_MAX_AGE_MS)) snapshot = await refreshOverview(db, nowMs);
+  const snapshot = freshSnapshot((stored!.results[0] as { value: string } | undefined)?.value, nowMs) ?? (await refreshOverview(db, nowMs));
   const oldestAt = (oldest!.results[0] as { oldest: string | null } | undefined)?.oldest ?? null;
   return { ...snapshot, oldestWaitingSeconds: oldestAt === null ? null : Math.max(0, Math.floor((nowMs - Date.parse(oldestAt)) / 1000)) };
 }
@@ -213,16 +213,18 @@ export async function readOverview(db: D1Database, nowMs: number): Promise<Overv
 export async function maintainOverview(db: D1Database, nowMs: number): Promise<void> {
   await advanceCounts(db, nowMs);
   const stored = await db.prepare("SELECT value FROM inbox_marks WHERE name = ?1").bind(OVERVIEW_MARK).first<{ value: string }>();
-  const snapshot = parseSnapshot(stored?.value);
-  if (!snapshot || !(nowMs - Date.parse(snapshot.asOf) < OVERVIEW_MAX_AGE_MS)) await refreshOverview(db, nowMs);
+  if (!freshSnapshot(stored?.value, nowMs)) await refreshOverview(db, nowMs);
 }
 
-function parseSnapshot(value: string | undefined): Snapshot | null {
+/** The stored snapshot while it is younger than OVERVIEW_MAX_AGE_MS at `nowMs`; null when none is, or it is unreadable. */
+function freshSnapshot(value: string | undefined, nowMs: number): Snapshot | null {
   if (value === undefined) return null;
+  let parsed: Snapshot;
   try {
-    const parsed = JSON.parse(value) as Snapshot;
-    return typeof parsed.asOf === "string" && parsed.counts && parsed.hourly ? parsed : null;
+    parsed = JSON.parse(value) as Snapshot;
   } catch {
     return null;
   }
+  if (typeof parsed.asOf !== "string" || !parsed.counts || !parsed.hourly) return null;
+  return nowMs - Date.parse(parsed.asOf) < OVERVIEW_MAX_AGE_MS ? parsed : null;
 }

@@ -4,6 +4,7 @@
  */
 import type { DeliveryRef } from "../delivery-ref";
 import { isoTime } from "./clock";
+import { markSql } from "./marks";
 import { COUNTED_MARK_SQL } from "./overview";
 
 export interface StrandedCutoffs {
@@ -56,7 +57,7 @@ export interface RetentionResult {
 export const BODIES_PRUNED_THROUGH = "bodies_pruned_through";
 
 /** Where body pruning stopped last, as an SQL expression ('' before its first run). */
-const WATERMARK = `coalesce((SELECT value FROM inbox_marks WHERE name = '${BODIES_PRUNED_THROUGH}'), '')`;
+const WATERMARK = markSql(BODIES_PRUNED_THROUGH);
 
 /**
  * The next stretch of body pruning, as an SQL expression: the `received_at` of the `?2`-th row
