@@ -72,28 +72,35 @@ export function DeliveriesPage(props: DeliveriesPageProps) {
 }
 
 function LookupForm(props: { lookup: DeliveriesPageProps["lookup"]; source: string | undefined }) {
-  const selected = props.lookup?.source ?? "";
   return (
     <form class="filters" method="get" action="/ui/deliveries" role="search" aria-label="Find a delivery by id">
       <div class="field">
         <label for="lookup-id">Delivery id</label>
         <input id="lookup-id" name="id" type="search" value={props.lookup?.id ?? ""} maxlength={255} required class="mono" />
       </div>
-      <div class="field">
-        <label for="lookup-source">In source</label>
-        <select id="lookup-source" name="source">
-          <option value="" selected={selected === ""}>
-            any source
-          </option>
-          {sourceChoices(props.lookup?.source).map((source) => (
-            <option value={source} selected={selected === source}>
-              {source}
-            </option>
-          ))}
-        </select>
-      </div>
+      <SelectField id="lookup-source" name="source" label="In source" any="any source" choices={sourceChoices(props.lookup?.source)} selected={props.lookup?.source} />
       <button type="submit">Find</button>
     </form>
+  );
+}
+
+/** A labelled select of `choices`, with a first, empty choice `any` (selected when `selected` is unset). */
+function SelectField(props: { id: string; name: string; label: string; any: string; choices: readonly string[]; selected: string | undefined }) {
+  const selected = props.selected ?? "";
+  return (
+    <div class="field">
+      <label for={props.id}>{props.label}</label>
+      <select id={props.id} name={props.name}>
+        <option value="" selected={selected === ""}>
+          {props.any}
+        </option>
+        {props.choices.map((choice) => (
+          <option value={choice} selected={selected === choice}>
+            {choice}
+          </option>
+        ))}
+      </select>
+    </div>
   );
 }
 
@@ -101,32 +108,8 @@ function FilterForm(props: { filter: ListFilter }) {
   const { filter } = props;
   return (
     <form class="filters" method="get" action="/ui/deliveries" aria-label="Filter deliveries">
-      <div class="field">
-        <label for="filter-status">Status</label>
-        <select id="filter-status" name="status">
-          <option value="" selected={!filter.status}>
-            any status
-          </option>
-          {DELIVERY_STATUSES.map((status) => (
-            <option value={status} selected={filter.status === status}>
-              {status}
-            </option>
-          ))}
-        </select>
-      </div>
-      <div class="field">
-        <label for="filter-source">Source</label>
-        <select id="filter-source" name="source">
-          <option value="" selected={!filter.source}>
-            any source
-          </option>
-          {sourceChoices(filter.source).map((source) => (
-            <option value={source} selected={filter.source === source}>
-              {source}
-            </option>
-          ))}
-        </select>
-      </div>
+      <SelectField id="filter-status" name="status" label="Status" any="any status" choices={DELIVERY_STATUSES} selected={filter.status} />
+      <SelectField id="filter-source" name="source" label="Source" any="any source" choices={sourceChoices(filter.source)} selected={filter.source} />
       <div class="field">
         <label for="filter-event-type">Event type</label>
         <input id="filter-event-type" name="eventType" type="text" value={filter.eventType ?? ""} maxlength={255} placeholder="invoice.paid" />
