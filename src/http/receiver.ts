@@ -13,7 +13,7 @@ import { enqueueSoon } from "../processing/enqueue";
 import { ensureSweepHeartbeat } from "../processing/sweeper";
 import { MisconfiguredSecretError, type SignedRequest } from "../providers/types";
 import { findSource } from "../sources";
-import { recordDeliveryGrouped } from "../store/group-commit";
+import { openStore } from "../store";
 import { headersToStore } from "../store/headers";
 import { readBodyWithLimit } from "./body";
 import { ApiError } from "./errors";
@@ -61,7 +61,7 @@ receiver.all("/webhooks/:source", async (c) => {
 
   let outcome;
   try {
-    outcome = await recordDeliveryGrouped(c.env.DB, c.executionCtx, {
+    const delivery = {
       source: sourceName,
       id,
       eventType: verification.eventType,
@@ -69,7 +69,8 @@ receiver.all("/webhooks/:source", async (c) => {
       contentDigest: verification.contentDigest ?? null,
       headers: headersToStore(c.req.raw.headers, provider.credentialHeaders ?? []),
       receivedAtMs: Date.now(),
-    });
+    };
+    outcome = await openStore(c.env).record(delivery, c.executionCtx);
   } catch (error) {
     console.error(`store failed for ${sourceName}:`, error instanceof Error ? error.message : String(error));
     throw new ApiError(503, "store_unavailable", "the delivery could not be stored; retry later");

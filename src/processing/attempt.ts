@@ -7,8 +7,10 @@ import { loadConfig, type InboxConfig } from "../config";
 import { destinationOf } from "../forwarding/config";
 import { forwardDelivery, forwardedDelivery } from "../forwarding/forward";
 import { sha256, toHex } from "../providers/crypto";
+import { sql } from "../sql";
 import type { RunTiming } from "../store/attempt-log";
-import { markFailed, markRetrying, type ClaimedDelivery } from "../store/lifecycle";
+import type { Effect, Store } from "../store";
+import type { ClaimedDelivery } from "../store/lifecycle";
 import { describeError, PermanentError, RetryAfterError } from "./errors";
 import { findHandler, parseEvent, type HandlerContext, type HandlerRegistry } from "./handlers";
 import type { DeliveryLease } from "./lease";
@@ -20,29 +22,10 @@ export type Outcome =
   | { readonly action: "ack"; readonly reason: "done" | "unhandled" | "failed" | "busy" | "settled" | "lease_lost" | "exhausted" | "malformed" }
   | { readonly action: "retry"; readonly reason: "handler_error" | "infrastructure" | "deferred"; readonly delaySeconds: number };
 
-/**
- * True when D1 refused a statement itself (a constraint, a trigger such as the order guard's, bad
- * SQL): the delivery's own effects are at fault, and its attempt counts like a handler error.
- * Anything else from D1 (a lost connection, an overloaded, busy or reset database) is
- * infrastructure: retried without using up an attempt. SQLite's result code ends D1's message,
- * e.g. "D1_ERROR: UNIQUE constraint failed: payments.delivery_id: SQLITE_CONSTRAINT".
- */
-export function isStatementError(error: unknown): boolean {
-  return error instanceof Error && STATEMENT_ERROR.test(error.message);
-}
-
-/**
- * SQLite's result codes for a statement D1 refused on its own account: a constraint (triggers
- * included), bad SQL or a function it may not call, a wrong type, a parameter out of range, a
- * value too big. BUSY, LOCKED, IOERR, NOMEM, INTERRUPT, FULL and the rest are the database's
- * trouble, not the statement's.
- */
-const STATEMENT_ERROR = /\bSQLITE_(CONSTRAINT(_[A-Z]+)?|ERROR|MISMATCH|RANGE|TOOBIG|AUTH)\b/;
-
 /** A claimed delivery whose handler ran: what to commit with its done mark. */
 export interface HandledDelivery {
   readonly handled: boolean;
-  readonly effects: readonly D1PreparedStatement[];
+  readonly effects: readonly Effect[];
 }
 
 /**
@@ -50,7 +33,7 @@ export interface HandledDelivery {
  * URL (`<SOURCE>_FORWARD_URL`), forwards the delivery. Throws what the handler or the forward
  * throws.
  *
- * The code handler goes first and the forward last: the handler's D1 effects are committed with
+ * The code handler goes first and the forward last: the handler's effects are committed with
  * the done mark only once the backend took the delivery, so a delivery the backend refused commits
  * none. Not the reverse: a commit that fails after the backend's 2xx retries both, and the backend
  * deduplicates the resend on its `webhook-id` (it may even end failed, though the backend took it). A
@@ -60,6 +43,7 @@ export interface HandledDelivery {
  */
 export async function runHandler(
   env: Env,
+  store: Store,
   handlers: HandlerRegistry,
   ref: DeliveryRef,
   delivery: ClaimedDelivery,
@@ -69,7 +53,7 @@ export async function runHandler(
   const handler = findHandler(handlers, ref.source, delivery.eventType);
   const destination = destinationOf(loadConfig(env).forwarding, ref.source);
   if (!handler && !destination) return { handled: false, effects: [] };
-  const effects: D1PreparedStatement[] = [];
+  const effects: Effect[] = [];
   const ctx: HandlerContext = {
     deliveryId: ref.id,
     source: ref.source,
@@ -80,8 +64,9 @@ export async function runHandler(
     rawBody: delivery.body,
     contentType: delivery.contentType,
     signal,
+    sql,
     effect: (...statements) => void effects.push(...statements),
-    order: createOrderGuard(env.DB, ref, (statement) => void effects.push(statement)),
+    order: createOrderGuard(store, ref, (statement) => void effects.push(statement)),
   };
   if (handler) {
     const returned = await handler(parseEvent(delivery.body), ctx);
@@ -118,6 +103,7 @@ export function retryDelaySeconds(error: unknown, backoffSeconds: number): numbe
 export async function handleFailure(
   error: unknown,
   env: Env,
+  store: Store,
   config: InboxConfig,
   ref: DeliveryRef,
   lease: DurableObjectStub<DeliveryLease>,
@@ -131,31 +117,31 @@ export async function handleFailure(
       : describeError(error);
   if (error instanceof PermanentError || attempt >= config.maxAttempts) {
     const reason = error instanceof PermanentError ? message : `${message} (gave up after ${attempt} attempts)`;
-    if (!(await failDelivery(env, ref, token, reason, run))) return { action: "ack", reason: "lease_lost" };
+    if (!(await failDelivery(env, store, ref, token, reason, run))) return { action: "ack", reason: "lease_lost" };
     await lease.settle(token);
     return { action: "ack", reason: "failed" };
   }
   const delaySeconds = retryDelaySeconds(error, config.retryBaseSeconds * 2 ** (attempt - 1));
-  if (!(await markRetrying(env.DB, ref, token, message, Date.now(), run))) return { action: "ack", reason: "lease_lost" };
+  if (!(await store.markRetrying(ref, token, message, Date.now(), run))) return { action: "ack", reason: "lease_lost" };
   await lease.release(token, Date.now() + delaySeconds * 1000);
   return { action: "retry", reason: "handler_error", delaySeconds };
 }
 
 /** Records a delivery as failed (fenced by `token`), then dead-letters it. False when the fence refused. */
-export async function failDelivery(env: Env, ref: DeliveryRef, token: number, error: string, run?: RunTiming): Promise<boolean> {
-  if (!(await markFailed(env.DB, ref, token, error, Date.now(), run))) return false;
+export async function failDelivery(env: Env, store: Store, ref: DeliveryRef, token: number, error: string, run?: RunTiming): Promise<boolean> {
+  if (!(await store.markFailed(ref, token, error, Date.now(), run))) return false;
   await sendDeadLetter(env, ref, error);
   return true;
 }
 
 /**
- * Puts a failed delivery on the dead-letter queue, for alerting. The D1 row is the record; a
+ * Puts a failed delivery on the dead-letter queue, for alerting. The stored row is the record; a
  * failed send is only logged.
  */
 export async function sendDeadLetter(env: Env, ref: DeliveryRef, error: string): Promise<void> {
   const deadLetter: DeadLetter = { source: ref.source, id: ref.id, error };
   await env.DEAD_LETTERS.send(deadLetter, { contentType: "json" }).catch((sendError: unknown) => {
-    console.error(`dead-letter send failed for ${ref.source}/${ref.id} (it is failed in D1):`, describeError(sendError));
+    console.error(`dead-letter send failed for ${ref.source}/${ref.id} (it is failed in the store):`, describeError(sendError));
   });
 }
 

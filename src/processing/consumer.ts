@@ -1,9 +1,9 @@
 /**
  * The queue consumer: each message names a stored delivery; process it effectively once.
  *
- * Per delivery, on its own: claim its lease (DeliveryLease), read it from D1 (a takeover is
+ * Per delivery, on its own: claim its lease (DeliveryLease), read it from the store (a takeover is
  * recorded there first, store/lifecycle.ts), run the user's handler while the lease is renewed,
- * commit the handler's effects together with the `done` mark in one fenced D1 transaction, settle
+ * commit the handler's effects together with the `done` mark in one fenced transaction, settle
  * the lease, and ack the message. A delivery's lease covers only its own work, and is renewed from
  * its claim until its result is recorded: a slow handler keeps its delivery, and holds up neither
  * the leases nor the results of the others in its batch. What a handler throws
@@ -11,21 +11,19 @@
  * destination) puts it back on the queue, counting nothing; anything else retries with
  * backoff until MAX_ATTEMPTS, then fails. Failed deliveries go to the dead-letter queue.
  *
- * The D1 work is still batched where that widens no window: the mark and commit statements of
- * deliveries that get there at about the same time share a round trip (store/batcher.ts), and
- * if a shared commit fails, each delivery commits again alone, so only the one at fault is
- * affected.
+ * One store serves the whole batch: with D1, the mark and commit statements of deliveries that
+ * get there at about the same time share a round trip (store/batcher.ts), and if a shared commit
+ * fails, each delivery commits again alone, so only the one at fault is affected.
  *
- * Infrastructure failures (D1 or the lease object erring, a batch that commits and then reports
+ * Infrastructure failures (the database or the lease object erring, a batch that commits and then reports
  * an error) never use up an attempt: the lease is released and the message retried with a
  * growing delay; only a handler that ran counts. Every message is acked only once its delivery is
  * handled, recorded, or known to be someone else's (busy, settled, lease lost).
  */
 import { loadConfig, QUEUE_MAX_DELAY_SECONDS, type InboxConfig } from "../config";
-import { createBatcher, type StatementBatcher } from "../store/batcher";
-import { claimedDelivery, committedWith, isLeaseLost, markDeferred, markDone, markTakeover, readClaim } from "../store/lifecycle";
-import { handleFailure, isStatementError, runHandler, sendDeadLetter, type Outcome } from "./attempt";
-import { DeferredError, describeError } from "./errors";
+import { openStore, type Store } from "../store";
+import { handleFailure, runHandler, sendDeadLetter, type Outcome } from "./attempt";
+import { DeferredError, describeError, PermanentError } from "./errors";
 import type { HandlerRegistry } from "./handlers";
 import { BatchTimeUpError, holdLease, withDeadline } from "./keep-lease";
 import type { ClaimResult, DeliveryLease } from "./lease";
@@ -56,10 +54,8 @@ interface BatchContext {
   readonly env: Env;
   readonly config: InboxConfig;
   readonly handlers: HandlerRegistry;
-  /** The claims' statements (`readClaim`, `markTakeover`), coalesced. */
-  readonly marks: StatementBatcher;
-  /** The done marks with their effects, coalesced. */
-  readonly commits: StatementBatcher;
+  /** The batch's store: its claims and commits share round trips where the store can. */
+  readonly store: Store;
   /** When the batch's time is up (ms, see BATCH_BUDGET_MS). */
   readonly deadlineMs: number;
 }
@@ -76,8 +72,7 @@ export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, 
     env,
     config,
     handlers,
-    marks: createBatcher(env.DB),
-    commits: createBatcher(env.DB),
+    store: openStore(env),
     deadlineMs: Date.now() + BATCH_BUDGET_MS,
   };
   const outcomes: Outcome[] = new Array(batch.messages.length);
@@ -137,14 +132,12 @@ async function processClaimed(
   ref: DeliveryRef,
   lease: DurableObjectStub<DeliveryLease>,
   { token, takeover, previousToken }: Extract<ClaimResult, { kind: "granted" }>,
-  { env, config, handlers, marks, commits, deadlineMs }: BatchContext,
+  { env, config, handlers, store, deadlineMs }: BatchContext,
 ): Promise<Outcome> {
   // A free lease's claim only reads the row; a takeover is recorded first (store/lifecycle.ts).
-  const claim = takeover ? markTakeover(env.DB, ref, token, previousToken, config.maxAttempts, Date.now()) : readClaim(env.DB, ref, token);
-  const [marked] = await marks.run([claim]);
-  const claimed = claimedDelivery(marked!);
+  const claimed = await store.claim(ref, token, takeover ? { previousToken, maxAttempts: config.maxAttempts } : null, Date.now());
   if (claimed.kind === "gone") {
-    // Done or failed already (the D1 row is the judge), or a newer claim got there first.
+    // Done or failed already (the stored row is the judge), or a newer claim got there first.
     await settleQuietly(ref, lease, token);
     return { action: "ack", reason: "settled" };
   }
@@ -163,40 +156,36 @@ async function processClaimed(
     const handlerMs = config.handlerTimeoutSeconds * 1000;
     const leftMs = deadlineMs - Date.now() - 5_000;
     const timeUp = leftMs < handlerMs ? () => new BatchTimeUpError("the consumer invocation's time ran out") : undefined;
-    handled = await withDeadline((signal) => runHandler(env, handlers, ref, claimed.delivery, claimed.attempt, signal), Math.max(1_000, Math.min(handlerMs, leftMs)), timeUp);
+    handled = await withDeadline((signal) => runHandler(env, store, handlers, ref, claimed.delivery, claimed.attempt, signal), Math.max(1_000, Math.min(handlerMs, leftMs)), timeUp);
   } catch (error) {
     // Cut short by the batch's time limit, or told to wait (its forward destination is busy):
     // not the delivery's fault, so its run is not counted.
     if (error instanceof BatchTimeUpError || error instanceof DeferredError) {
       const deferred = error instanceof DeferredError ? error : null;
       const delaySeconds = deferred ? Math.min(deferred.delaySeconds, QUEUE_MAX_DELAY_SECONDS) : 0;
-      if (!(await markDeferred(env.DB, ref, token, Date.now(), run, deferred?.message))) return { action: "ack", reason: "lease_lost" };
+      if (!(await store.markDeferred(ref, token, Date.now(), run, deferred?.message))) return { action: "ack", reason: "lease_lost" };
       await lease.release(token, Date.now() + delaySeconds * 1000);
       return { action: "retry", reason: "deferred", delaySeconds };
     }
-    return handleFailure(error, env, config, ref, lease, token, claimed.attempt, run);
+    return handleFailure(error, env, store, config, ref, lease, token, claimed.attempt, run);
   }
 
-  try {
-    await commits.run([markDone(env.DB, ref, token, handled.handled, Date.now(), run), ...handled.effects]);
-  } catch (error) {
-    if (isStatementError(error) && !isLeaseLost(error)) {
-      // The handler's own effects broke the commit (a constraint, a stale order-guard version).
-      return handleFailure(error, env, config, ref, lease, token, claimed.attempt, run);
-    }
-    // A lost lease: another worker took over, its result stands and ours committed nothing.
-    // Unless a commit of ours landed although D1 reported an error: then this is a success.
-    if (!(await committedWith(env.DB, ref, token))) {
-      if (isLeaseLost(error)) return { action: "ack", reason: "lease_lost" };
-      throw error;
-    }
+  // Infrastructure errors are thrown (and retried, counting nothing); a commit that landed
+  // although the database reported an error counts as committed (store.ts).
+  const commit = await store.commitDone(ref, token, { handled: handled.handled, effects: handled.effects, run }, Date.now());
+  // A lost lease: another worker took over, its result stands and ours committed nothing.
+  if (commit.kind === "lease_lost") return { action: "ack", reason: "lease_lost" };
+  if (commit.kind === "refused") {
+    // The handler's own effects broke the commit (a constraint, a stale order-guard version).
+    const error = commit.permanent ? new PermanentError(describeError(commit.error)) : commit.error;
+    return handleFailure(error, env, store, config, ref, lease, token, claimed.attempt, run);
   }
   await settleQuietly(ref, lease, token);
   return { action: "ack", reason: handled.handled ? "done" : "unhandled" };
 }
 
 /**
- * Forgets the lease of a settled delivery. A failure is only logged: the D1 row already says
+ * Forgets the lease of a settled delivery. A failure is only logged: the stored row already says
  * how it ended, and the lease's alarm requeues the delivery, whose next claim finds it settled.
  */
 async function settleQuietly(ref: DeliveryRef, lease: DurableObjectStub<DeliveryLease>, token: number): Promise<void> {

@@ -1,12 +1,17 @@
 /**
  * The handler API: what users write.
  *
- * A handler receives the parsed event and a context. Its effects on D1 are statements it
- * returns (or adds with `ctx.effect`): they are committed in one transaction together with the
+ * A handler receives the parsed event and a context. Its effects on the database are statements
+ * it returns (or adds with `ctx.effect`): they are committed in one transaction together with the
  * delivery's `done` mark, fenced by the lease, so an effect happens exactly when the delivery is
- * done, and a worker that lost its lease commits nothing.
+ * done, and a worker that lost its lease commits nothing. Written with `ctx.sql` (src/sql.ts),
+ * the same handler runs on D1 and on Postgres; a D1 prepared statement works with D1 only.
  */
+import type { sql } from "../sql";
+import type { Effect } from "../store";
 import type { OrderGuard } from "./order-guard";
+
+export { sql, SqlStatement } from "../sql";
 
 export interface HandlerContext {
   /** The provider's delivery id. */
@@ -30,17 +35,20 @@ export interface HandlerContext {
    * that calls of a handler that was given up on stop too (`fetch(url, { signal: ctx.signal })`).
    */
   readonly signal: AbortSignal;
-  /** Adds a D1 statement to the transaction that marks the delivery done. */
-  effect(...statements: D1PreparedStatement[]): void;
+  /**
+   * Builds a portable statement: each `${value}` becomes a bound parameter (src/sql.ts).
+   * @example
+   * ctx.effect(ctx.sql`INSERT INTO seen (id) VALUES (${ctx.deliveryId}) ON CONFLICT DO NOTHING`);
+   */
+  readonly sql: typeof sql;
+  /** Adds statements to the transaction that marks the delivery done. */
+  effect(...statements: Effect[]): void;
   /** Per-entity version tracking, for events that arrive out of order. */
   readonly order: OrderGuard;
 }
 
 /** A handler; its returned statements join the `done` transaction like `ctx.effect`. */
-export type Handler<Event = any> = (
-  event: Event,
-  ctx: HandlerContext,
-) => void | D1PreparedStatement[] | Promise<void | D1PreparedStatement[]>;
+export type Handler<Event = any> = (event: Event, ctx: HandlerContext) => void | Effect[] | Promise<void | Effect[]>;
 
 /**
  * Handlers by source, then by event type. `"*"` matches any event type of that source.

@@ -19,8 +19,8 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { checkConfig, ConfigError, loadConfig } from "../config";
-import { maintainOverview } from "../store/overview";
-import { applyRetention, takeStranded, type RetentionResult } from "../store/sweep";
+import { openStore } from "../store";
+import type { RetentionResult } from "../store/sweep";
 import { MAX_RETRY_AFTER_SECONDS } from "./attempt";
 import { enqueueDeliveries } from "./enqueue";
 import { describeError } from "./errors";
@@ -43,8 +43,8 @@ export async function sweep(env: Env, nowMs: number): Promise<SweepReport> {
   // The longest a delivery waits between attempts (the backoff, or a destination's Retry-After,
   // attempt.ts); past it (and a lease), its retry was lost.
   const longestBackoffMs = Math.max(config.retryBaseSeconds * 2 ** Math.max(0, config.maxAttempts - 2), MAX_RETRY_AFTER_SECONDS) * 1000;
-  const stranded = await takeStranded(
-    env.DB,
+  const store = openStore(env);
+  const stranded = await store.takeStranded(
     {
       neverAttemptedBeforeMs: nowMs - afterMs,
       retryWaitingBeforeMs: nowMs - afterMs - longestBackoffMs - leaseMs,
@@ -55,9 +55,9 @@ export async function sweep(env: Env, nowMs: number): Promise<SweepReport> {
   );
   // A failed send is logged and the rows stay stranded: the next run after SWEEP_AFTER_SECONDS retries them.
   if (stranded.length > 0) await enqueueDeliveries(env, stranded);
-  const retention = await applyRetention(env.DB, nowMs - config.retentionDays * DAY_MS, nowMs - config.bodyRetentionDays * DAY_MS, RETENTION_LIMIT);
+  const retention = await store.applyRetention(nowMs - config.retentionDays * DAY_MS, nowMs - config.bodyRetentionDays * DAY_MS, RETENTION_LIMIT);
   // The overview's counts move on after retention took back what it deleted (store/overview.ts).
-  await maintainOverview(env.DB, nowMs);
+  await store.maintainOverview(nowMs);
   const report = { requeued: stranded.length, ...retention };
   if (report.requeued + report.deleted + report.bodiesCleared > 0) console.log("sweep:", JSON.stringify(report));
   return report;

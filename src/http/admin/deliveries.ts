@@ -1,11 +1,11 @@
 /** `GET /admin/deliveries` (a page of deliveries) and `GET /admin/deliveries/:source/:id` (one, with its body). */
 import { createRoute } from "@hono/zod-openapi";
-import { getDelivery, type DeliveryDetail } from "../../store/admin";
-import { listDeliveries } from "../../store/listing";
+import type { DeliveryDetail } from "../../store/admin";
 import { ApiError } from "../errors";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { adminRouter, BEARER_SECURITY, errorResponses } from "./router";
 import { DeliveryDetailSchema, DeliveryListSchema, DeliveryParamsSchema, ListQuerySchema } from "./schemas";
+import { openStore } from "../../store";
 
 const listRoute = createRoute({
   method: "get",
@@ -34,12 +34,12 @@ const getRoute = createRoute({
 export const deliveryRoutes = adminRouter()
   .openapi(listRoute, async (c) => {
     const { status, source, eventType, since, until, unhandled, limit, cursor } = c.req.valid("query");
-    const page = await listDeliveries(c.env.DB, { status, source, eventType, since, until, unhandled, limit, after: cursor ? decodeCursor(cursor)! : undefined });
+    const page = await openStore(c.env).list({ status, source, eventType, since, until, unhandled, limit, after: cursor ? decodeCursor(cursor)! : undefined });
     return c.json({ deliveries: page.deliveries, nextCursor: page.nextKey ? encodeCursor(page.nextKey) : null }, 200);
   })
   .openapi(getRoute, async (c) => {
     const ref = c.req.valid("param");
-    const delivery = await getDelivery(c.env.DB, ref);
+    const delivery = await openStore(c.env).get(ref);
     if (!delivery) throw new ApiError(404, "not_found", `no delivery ${ref.source}/${ref.id}`);
     const headers = delivery.headers?.map(([name, value]): [string, string] => [name, value]) ?? null;
     return c.json({ ...delivery, body: describeBody(delivery.body), headers, attemptLog: [...delivery.attemptLog] }, 200);

@@ -6,8 +6,9 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { DELIVERY_STATUSES } from "../../store/admin";
-import { readOverview, type Overview } from "../../store/overview";
+import type { Overview } from "../../store/overview";
 import { adminRouter, BEARER_SECURITY, errorResponses } from "./router";
+import { openStore } from "../../store";
 
 const metricsRoute = createRoute({
   method: "get",
@@ -22,7 +23,7 @@ const metricsRoute = createRoute({
 
 export const metricsRoutes = adminRouter().openapi(metricsRoute, async (c) => {
   const nowMs = Date.now();
-  const text = renderMetrics(await readOverview(c.env.DB, nowMs), nowMs);
+  const text = renderMetrics(await openStore(c.env).overview(nowMs), nowMs);
   return c.text(text, 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8", "Cache-Control": "no-store" });
 });
 

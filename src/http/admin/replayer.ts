@@ -2,7 +2,7 @@
  * Replay: put settled deliveries back through processing, once their cause is fixed.
  *
  * The order is what makes it safe, and it is the same for one delivery and for many:
- * 1. D1 first: one UPDATE moves the row to `received` with attempts 0, only from a settled state.
+ * 1. The store first: one UPDATE moves the row to `received` with attempts 0, only from a settled state.
  *    Two admins replaying at once: one wins, the other gets a conflict. From here on the row says
  *    "not done", and the sweeper re-enqueues it even if the next steps are lost.
  * 2. Then the lease object is reset: it forgets the previous life's lease and its in-memory
@@ -14,7 +14,8 @@ import { leaseFor } from "../../processing/consumer";
 import { enqueueDeliveries, enqueueDelivery } from "../../processing/enqueue";
 import { describeError } from "../../processing/errors";
 import type { DeliveryRef } from "../../processing/messages";
-import { countFailed, replayState, resetFailedForReplay, resetForReplay, type FailedFilter } from "../../store/replay";
+import type { FailedFilter } from "../../store/replay";
+import { openStore } from "../../store";
 
 export type ReplayResult =
   | { readonly kind: "replayed" }
@@ -35,8 +36,9 @@ const RESET_CONCURRENCY = 16;
  */
 export async function replayDelivery(env: Env, ref: DeliveryRef, options: { force: boolean }): Promise<ReplayResult> {
   const from = options.force ? (["failed", "done"] as const) : (["failed"] as const);
-  if (!(await resetForReplay(env.DB, ref, from, Date.now()))) {
-    const state = await replayState(env.DB, ref);
+  const store = openStore(env);
+  if (!(await store.resetForReplay(ref, from, Date.now()))) {
+    const state = await store.replayState(ref);
     if (state === null) return { kind: "not_found" };
     // Said for a done one even without force: forcing would not bring the body back.
     const settled = state.status === "done" || state.status === "failed";
@@ -57,13 +59,14 @@ export async function replayDelivery(env: Env, ref: DeliveryRef, options: { forc
  */
 export async function replayFailed(env: Env, options: FailedFilter & { limit: number }): Promise<{ replayed: number; remaining: number }> {
   const { limit, ...filter } = options;
-  const refs = await resetFailedForReplay(env.DB, filter, limit, Date.now());
+  const store = openStore(env);
+  const refs = await store.resetFailedForReplay(filter, limit, Date.now());
   for (let start = 0; start < refs.length; start += RESET_CONCURRENCY) {
     await Promise.all(refs.slice(start, start + RESET_CONCURRENCY).map((ref) => resetLease(env, ref)));
   }
   // The rows already say `received`, so a lost send is the sweeper's to recover (logged, not thrown).
   if (refs.length > 0) await enqueueDeliveries(env, refs);
-  return { replayed: refs.length, remaining: await countFailed(env.DB, filter) };
+  return { replayed: refs.length, remaining: await store.countFailed(filter) };
 }
 
 /**

@@ -1,8 +1,8 @@
 /** `GET /admin/stats`: what is waiting, what failed, per source. */
 import { createRoute } from "@hono/zod-openapi";
-import { deliveryStats } from "../../store/admin";
 import { adminRouter, BEARER_SECURITY, errorResponses } from "./router";
 import { StatsSchema } from "./schemas";
+import { openStore } from "../../store";
 
 const statsRoute = createRoute({
   method: "get",
@@ -15,4 +15,4 @@ const statsRoute = createRoute({
   },
 });
 
-export const statsRoutes = adminRouter().openapi(statsRoute, async (c) => c.json(await deliveryStats(c.env.DB, Date.now()), 200));
+export const statsRoutes = adminRouter().openapi(statsRoute, async (c) => c.json(await openStore(c.env).stats(Date.now()), 200));

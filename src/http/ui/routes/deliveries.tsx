@@ -4,8 +4,7 @@
  */
 import { Hono } from "hono";
 import { SOURCES } from "../../../sources";
-import { getDelivery, type DeliverySummary } from "../../../store/admin";
-import { findDeliveryById, listDeliveries } from "../../../store/listing";
+import type { DeliverySummary } from "../../../store/admin";
 import { encodeCursor } from "../../admin/cursor";
 import type { AppEnv } from "../../types";
 import { parseFilter } from "../filters";
@@ -13,6 +12,7 @@ import { renderPage } from "../layout";
 import { deliveryHref } from "../links";
 import { DeliveriesPage } from "../pages/deliveries";
 import { DeliveryPage, noticeFor } from "../pages/delivery";
+import { openStore } from "../../../store";
 
 export const PAGE_SIZE = 50;
 
@@ -23,8 +23,9 @@ export const deliveryRoutes = new Hono<AppEnv>()
     const options = { title: "Deliveries", section: "deliveries", signedIn: true } as const;
     if (parsed.id !== undefined) {
       const source = parsed.filter.source;
+      const store = openStore(c.env);
       const found: DeliverySummary[] =
-        source === undefined ? await findDeliveryById(c.env.DB, Object.keys(SOURCES), parsed.id) : [await getDelivery(c.env.DB, { source, id: parsed.id })].filter((row) => row !== null);
+        source === undefined ? await store.findById(Object.keys(SOURCES), parsed.id) : [await store.get({ source, id: parsed.id })].filter((row) => row !== null);
       // One match: straight to it. An engineer paged at night pastes an id and lands on the delivery.
       if (found.length === 1) return c.redirect(deliveryHref(found[0]!), 303);
       const page = (
@@ -40,7 +41,7 @@ export const deliveryRoutes = new Hono<AppEnv>()
       );
       return renderPage(c, options, page);
     }
-    const result = await listDeliveries(c.env.DB, { ...parsed.filter, limit: PAGE_SIZE, after: parsed.after });
+    const result = await openStore(c.env).list({ ...parsed.filter, limit: PAGE_SIZE, after: parsed.after });
     const page = (
       <DeliveriesPage
         filter={parsed.filter}
@@ -56,7 +57,7 @@ export const deliveryRoutes = new Hono<AppEnv>()
   })
   .get("/deliveries/:source/:id", async (c) => {
     const ref = { source: c.req.param("source"), id: c.req.param("id") };
-    const delivery = await getDelivery(c.env.DB, ref);
+    const delivery = await openStore(c.env).get(ref);
     if (!delivery) {
       return renderPage(
         c,
@@ -79,7 +80,7 @@ export const deliveryRoutes = new Hono<AppEnv>()
   })
   .get("/deliveries/:source/:id/body", async (c) => {
     const ref = { source: c.req.param("source"), id: c.req.param("id") };
-    const delivery = await getDelivery(c.env.DB, ref);
+    const delivery = await openStore(c.env).get(ref);
     if (!delivery || delivery.body === null) return c.text("no body: the delivery does not exist, or retention cleared its body", 404);
     // Bytes as signed, never rendered: a download with a type no browser runs, and no sniffing.
     return new Response(delivery.body, {

@@ -9,8 +9,6 @@
  *   at once cannot keep a run going.
  */
 import { Hono } from "hono";
-import { getDelivery } from "../../../store/admin";
-import { countFailed } from "../../../store/replay";
 import { replayDelivery, replayFailed } from "../../admin/replayer";
 import type { AppEnv } from "../../types";
 import { parseFilter } from "../filters";
@@ -18,6 +16,7 @@ import { renderPage } from "../layout";
 import { deliveryHref, filterParams, query } from "../links";
 import type { NoticeCode } from "../pages/delivery";
 import { BulkReplayPage, ForceReplayPage } from "../pages/replay";
+import { openStore } from "../../../store";
 
 /** Deliveries replayed per confirmed batch: each is a D1 update and a lease object call. */
 export const BULK_BATCH = 100;
@@ -32,7 +31,7 @@ function count(value: unknown): number | undefined {
 export const replayRoutes = new Hono<AppEnv>()
   .get("/deliveries/:source/:id/replay", async (c) => {
     const ref = { source: c.req.param("source"), id: c.req.param("id") };
-    const delivery = await getDelivery(c.env.DB, ref);
+    const delivery = await openStore(c.env).get(ref);
     // Only a done delivery with its body needs this page; anything else is shown as it is.
     if (!delivery || delivery.status !== "done" || delivery.body === null) return c.redirect(deliveryHref(ref), 303);
     return renderPage(c, { ...options, title: "Force replay" }, <ForceReplayPage delivery={delivery} />);
@@ -61,7 +60,7 @@ export const replayRoutes = new Hono<AppEnv>()
     const replayed = count(params.get("replayed"));
     const left = count(params.get("left"));
     const progress = replayed !== undefined && left !== undefined ? { replayed, left } : undefined;
-    const matching = await countFailed(c.env.DB, filter);
+    const matching = await openStore(c.env).countFailed(filter);
     const page = <BulkReplayPage filter={filter} problems={parsed.problems} matching={matching} progress={progress} batchSize={BULK_BATCH} />;
     return renderPage(c, { ...options, title: "Replay failed deliveries" }, page);
   })

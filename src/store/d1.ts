@@ -1,0 +1,104 @@
+/**
+ * The D1 store: the `Store` interface (store.ts) over the D1 queries of this folder.
+ *
+ * One is opened per request, queue batch or sweep. The consumer's claims and commits go through
+ * this store's two batchers (batcher.ts), so the deliveries of one queue batch share D1 round trips;
+ * the receiver's inserts share them across requests (group-commit.ts).
+ */
+import type { DeliveryRef } from "../delivery-ref";
+import { SqlStatement } from "../sql";
+import { deliveryStats, getDelivery } from "./admin";
+import { createBatcher, type StatementBatcher } from "./batcher";
+import { recordDeliveryGrouped } from "./group-commit";
+import { claimedDelivery, committedWith, isLeaseLost, markDeferred, markDone, markFailed, markRetrying, markTakeover, readClaim } from "./lifecycle";
+import { findDeliveryById, listDeliveries } from "./listing";
+import { maintainOverview, readOverview } from "./overview";
+import { countFailed, replayState, resetFailedForReplay, resetForReplay } from "./replay";
+import type { Effect, Store } from "./store";
+import { applyRetention, takeStranded } from "./sweep";
+
+/**
+ * True when D1 refused a statement itself (a constraint, a trigger such as the order guard's, bad
+ * SQL): the delivery's own effects are at fault, and its attempt counts like a handler error.
+ * Anything else from D1 (a lost connection, an overloaded, busy or reset database) is
+ * infrastructure: retried without using up an attempt. SQLite's result code ends D1's message,
+ * e.g. "D1_ERROR: UNIQUE constraint failed: payments.delivery_id: SQLITE_CONSTRAINT".
+ */
+export function isStatementError(error: unknown): boolean {
+  return error instanceof Error && STATEMENT_ERROR.test(error.message);
+}
+
+/**
+ * SQLite's result codes for a statement D1 refused on its own account: a constraint (triggers
+ * included), bad SQL or a function it may not call, a wrong type, a parameter out of range, a
+ * value too big. BUSY, LOCKED, IOERR, NOMEM, INTERRUPT, FULL and the rest are the database's
+ * trouble, not the statement's.
+ */
+const STATEMENT_ERROR = /\bSQLITE_(CONSTRAINT(_[A-Z]+)?|ERROR|MISMATCH|RANGE|TOOBIG|AUTH)\b/;
+
+/** A handler's effect as a D1 statement: a portable one rendered with `?N` placeholders. */
+function d1Statement(db: D1Database, effect: Effect): D1PreparedStatement {
+  if (!(effect instanceof SqlStatement)) return effect;
+  const values = effect.values.map((value) => (typeof value === "boolean" ? (value ? 1 : 0) : typeof value === "bigint" ? Number(value) : value));
+  return db.prepare(effect.render((position) => `?${position}`)).bind(...values);
+}
+
+export function d1Store(db: D1Database): Store {
+  // Made on first use: only the consumer needs them.
+  let marks: StatementBatcher | undefined;
+  let commits: StatementBatcher | undefined;
+
+  return {
+    record: (delivery, ctx) => recordDeliveryGrouped(db, ctx, delivery),
+
+    async claim(ref, token, takeover, nowMs) {
+      // A free lease's claim only reads the row; a takeover is recorded first (lifecycle.ts).
+      const statement = takeover ? markTakeover(db, ref, token, takeover.previousToken, takeover.maxAttempts, nowMs) : readClaim(db, ref, token);
+      const [result] = await (marks ??= createBatcher(db)).run([statement]);
+      return claimedDelivery(result!);
+    },
+
+    async commitDone(ref, token, { handled, effects, run }, nowMs) {
+      let statements: D1PreparedStatement[];
+      try {
+        statements = [markDone(db, ref, token, handled, nowMs, run), ...effects.map((effect) => d1Statement(db, effect))];
+      } catch (error) {
+        // A statement D1 would not even prepare: the handler's, never going to work.
+        return { kind: "refused", error, permanent: true };
+      }
+      try {
+        await (commits ??= createBatcher(db)).run(statements);
+        return { kind: "committed" };
+      } catch (error) {
+        if (isStatementError(error) && !isLeaseLost(error)) return { kind: "refused", error, permanent: false };
+        // A commit of ours may have landed although D1 reported an error: then it stands.
+        if (await committedWith(db, ref, token)) return { kind: "committed" };
+        if (isLeaseLost(error)) return { kind: "lease_lost" };
+        throw error;
+      }
+    },
+
+    markRetrying: (ref, token, error, nowMs, run) => markRetrying(db, ref, token, error, nowMs, run),
+    markDeferred: (ref, token, nowMs, run, why) => markDeferred(db, ref, token, nowMs, run, why),
+    markFailed: (ref, token, error, nowMs, run) => markFailed(db, ref, token, error, nowMs, run),
+
+    async entityVersion(entity) {
+      const row = await db.prepare("SELECT version FROM entity_versions WHERE entity = ?").bind(entity).first<{ version: number }>();
+      return row?.version ?? null;
+    },
+
+    takeStranded: (cutoffs, nowMs, limit) => takeStranded(db, cutoffs, nowMs, limit),
+    applyRetention: (deleteBeforeMs, clearBodiesBeforeMs, limit) => applyRetention(db, deleteBeforeMs, clearBodiesBeforeMs, limit),
+    maintainOverview: (nowMs) => maintainOverview(db, nowMs),
+
+    stats: (nowMs) => deliveryStats(db, nowMs),
+    overview: (nowMs) => readOverview(db, nowMs),
+    list: (query) => listDeliveries(db, query),
+    findById: (sources, id) => findDeliveryById(db, sources, id),
+    get: (ref: DeliveryRef) => getDelivery(db, ref),
+    replayState: (ref) => replayState(db, ref),
+    resetForReplay: (ref, from, nowMs) => resetForReplay(db, ref, from, nowMs),
+    resetFailedForReplay: (filter, limit, nowMs) => resetFailedForReplay(db, filter, limit, nowMs),
+    countFailed: (filter) => countFailed(db, filter),
+  };
+}
