@@ -1,0 +1,133 @@
+/**
+ * How the Postgres store talks to its database: `pg` (node-postgres, Cloudflare's recommendation)
+ * through the Hyperdrive binding, one client per operation.
+ *
+ * - A client is opened for one operation (a statement, a transaction, a group commit) and ended
+ *   when it is done, in `finally`. Never one cached across requests: workerd refuses I/O on an
+ *   object made by another request, and Hyperdrive pools the real connections anyway, so a new
+ *   client costs a connect to Hyperdrive nearby, not to the database.
+ * - Hyperdrive pools by transaction: two statements of one client may run on two server connections
+ *   unless they share a transaction. So nothing here relies on session state: no `SET` (outside a
+ *   transaction), no named prepared statements, no advisory locks; what must see one snapshot or
+ *   commit together runs in `inTransaction`.
+ * - Errors are sorted as D1's are (store/d1.ts `isStatementError`): a statement the database refused
+ *   on its own account (a constraint, a trigger, bad SQL, a wrong type) is the statement's fault;
+ *   anything else (a lost connection, a serialization failure, a database shutting down, no
+ *   SQLSTATE at all) is infrastructure, retried without using up an attempt.
+ *
+ * Values bind as pg binds them: strings, numbers, booleans and bigints as text, a Uint8Array as
+ * bytes (bytea). Results come back typed by pg: bigint (int8, and COUNT(*)) as a string, bytea as a
+ * Buffer, jsonb parsed; the callers convert (`toNumber`, `toBytes`).
+ */
+import { Client, DatabaseError } from "pg";
+import { ownTransaction, type Queryable } from "./queryable";
+
+/** What a query function takes as its first argument (queryable.ts): pg's `Client` is one. */
+export type { Queryable };
+
+/** A connect that takes longer than this fails as infrastructure, rather than hang until the lease runs out. */
+export const CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * Runs `fn` with a client of its own, connected to the database behind `hyperdrive`, and ends it
+ * whatever happens. A failed connect throws (infrastructure).
+ * @example
+ * const rows = await withClient(env.HYPERDRIVE, async (db) => (await db.query("SELECT 1 AS one")).rows);
+ */
+export async function withClient<T>(hyperdrive: Hyperdrive, fn: (db: Queryable) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: hyperdrive.connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  // An error on an idle connection is emitted, not thrown; unheard it would crash the isolate.
+  // The query in flight, if any, is rejected with it anyway.
+  client.on("error", () => {});
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    // A failed end (the connection already gone) changes nothing for the caller.
+    await client.end().catch(() => {});
+  }
+}
+
+/**
+ * Runs `fn` in one transaction (BEGIN … COMMIT) on a client of its own: it commits when `fn`
+ * returns, and rolls back when it throws, rethrowing its error. An error of the COMMIT itself (a
+ * deferred constraint, a lost connection) is thrown too: after a lost connection the transaction may
+ * or may not have committed, which only a read can tell.
+ * @example
+ * await inTransaction(env.HYPERDRIVE, async (db) => {
+ *   await db.query("UPDATE deliveries SET … WHERE source = $1 AND id = $2", [source, id]);
+ *   await db.query("INSERT INTO payments … ON CONFLICT DO NOTHING", [id, amount]);
+ * });
+ */
+export function inTransaction<T>(hyperdrive: Hyperdrive, fn: (db: Queryable) => Promise<T>): Promise<T> {
+  return withClient(hyperdrive, (db) => ownTransaction(db, () => fn(db)));
+}
+
+/**
+ * The SQLSTATE classes (the code's first two characters) of a statement the database refused on its
+ * own account: the statement, its values or the schema it meets are at fault, and running it again
+ * the same way will fail the same way. Among them 22 (data exception: a bad value, a NUL in text),
+ * 23 (a constraint), 42 (syntax, a missing table, no privilege), P0 (PL/pgSQL: our triggers'
+ * `lease_lost` and `stale_version`), 0A (not supported), 2F/39 (a function's own error).
+ * The rest are the database's trouble, not the statement's: 08 (connection), 25 (e.g. a read-only
+ * database after a failover), 28 (authentication), 3D (no such database), 40 (serialization,
+ * deadlock), 53 (out of resources), 55 (a lock not available), 57 (shut down, cancelled, timed out),
+ * 58 (system), XX (internal), and anything not listed.
+ */
+const STATEMENT_CLASSES = new Set(["03", "09", "0A", "0B", "0F", "0L", "0P", "0Z", "20", "21", "22", "23", "24", "26", "27", "2B", "2D", "2F", "34", "38", "39", "3B", "3F", "42", "44", "54", "P0"]);
+/** In class 40, a constraint that could only be checked at commit: the statement's fault too. */
+const TRANSACTION_INTEGRITY_CONSTRAINT_VIOLATION = "40002";
+
+/** The SQLSTATE of an error the database sent; null for anything else (the network, pg itself). */
+export function sqlState(error: unknown): string | null {
+  return error instanceof DatabaseError && typeof error.code === "string" ? error.code : null;
+}
+
+/**
+ * True when the database refused a statement itself (see STATEMENT_CLASSES): the delivery's own
+ * effects are at fault, and its attempt counts like a handler error. False for infrastructure.
+ * @example
+ * isStatementError(uniqueViolation); // true: SQLSTATE 23505
+ * isStatementError(new Error("Connection terminated unexpectedly")); // false
+ */
+export function isStatementError(error: unknown): boolean {
+  const code = sqlState(error);
+  if (code === null) return false;
+  return code === TRANSACTION_INTEGRITY_CONSTRAINT_VIOLATION || STATEMENT_CLASSES.has(code.slice(0, 2));
+}
+
+/** True when `error` is the exception a trigger of ours raised with `message` (SQLSTATE P0001). */
+export function isRaised(error: unknown, message: string): boolean {
+  return sqlState(error) === "P0001" && (error as DatabaseError).message === message;
+}
+
+/**
+ * A number from pg: bigint and COUNT(*) come back as strings. Every number of the inbox (tokens
+ * from a millisecond clock, counts, versions) is within 2^53.
+ */
+export function toNumber(value: unknown): number {
+  return typeof value === "number" ? value : Number(value);
+}
+
+/** `toNumber`, keeping NULL. */
+export function toNumberOrNull(value: unknown): number | null {
+  return value === null || value === undefined ? null : toNumber(value);
+}
+
+/**
+ * Bytes from pg (bytea comes back as a Buffer) as a plain Uint8Array of their own: a Buffer's
+ * `slice` is a view where a Uint8Array's is a copy, and a small Buffer's `buffer` is a pool shared
+ * with others.
+ */
+export function toBytes(value: Uint8Array): Uint8Array {
+  return new Uint8Array(value);
+}
+
+/**
+ * Text as Postgres stores it: a NUL character is refused in text and jsonb (SQLSTATE 22021/22P05)
+ * where SQLite keeps it. The store writes errors of its own making (a handler's message) through
+ * this, so that a NUL in one does not fail the write that records it; it becomes U+FFFD.
+ */
+export function pgText(text: string): string {
+  return text.includes("\u0000") ? text.replaceAll("\u0000", "\uFFFD") : text;
+}
