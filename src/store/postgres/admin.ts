@@ -1,0 +1,99 @@
+/**
+ * What the admin API and the dashboard read of deliveries, in Postgres: the exact counts and one
+ * delivery whole, with the same shapes as the D1 store (store/admin.ts). The listing is in
+ * listing.ts, the replay reset in replay.ts.
+ *
+ * Reads never touch the lease columns. Where pg's types differ from D1's: `handled` is a boolean
+ * (D1: 0/1), a COUNT(*) is a bigint, which pg hands over as a string (cast to int here: a count
+ * per source and status stays far below 2^31), and `body` is a bytea, which pg hands over whole
+ * (D1 needs hex chunks, store/columns.ts).
+ */
+import type { DeliveryRef } from "../../delivery-ref";
+import type { DeliveryDetail, DeliveryStats, DeliveryStatus, DeliverySummary, StatusCounts } from "../admin";
+import { attemptLogFromColumn } from "../attempt-log";
+import { headersFromColumn } from "../headers";
+import { toBytes } from "./client";
+import type { Queryable } from "./queryable";
+
+/** A summary row as Postgres returns it. */
+export interface SummaryRow {
+  source: string;
+  id: string;
+  event_type: string | null;
+  status: DeliveryStatus;
+  attempts: number;
+  error: string | null;
+  handled: boolean | null;
+  received_at: string;
+  updated_at: string;
+}
+
+export const SUMMARY_COLUMNS = "source, id, event_type, status, attempts, error, handled, received_at, updated_at";
+
+/** One delivery as listed (store/admin.ts `DeliverySummary`), from a row of SUMMARY_COLUMNS. */
+export function summaryOf(row: SummaryRow): DeliverySummary {
+  return {
+    source: row.source,
+    id: row.id,
+    eventType: row.event_type,
+    status: row.status,
+    attempts: row.attempts,
+    error: row.error,
+    handled: row.handled,
+    receivedAt: row.received_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function zeroCounts(): StatusCounts {
+  return { received: 0, processing: 0, done: 0, failed: 0 };
+}
+
+/**
+ * Counts by status and source, and the age of the oldest waiting delivery: a full count of the
+ * table, not for polling (the overview is, overview.ts). One statement, so one snapshot: the oldest
+ * waiting is an uncorrelated subquery, answered once from the first entry of the partial index of
+ * unfinished rows. When the table is empty there is no group, and no waiting delivery either.
+ * @example
+ * const { counts, oldestWaitingSeconds } = await deliveryStats(client, Date.now());
+ */
+export async function deliveryStats(q: Queryable, nowMs: number): Promise<DeliveryStats> {
+  const { rows } = await q.query<{ source: string; status: DeliveryStatus; n: number; unhandled: number; oldest: string | null }>(
+    `SELECT source, status, count(*)::int AS n, (count(*) FILTER (WHERE status = 'done' AND handled = false))::int AS unhandled,
+            (SELECT min(received_at) FROM deliveries WHERE status IN ('received', 'processing')) AS oldest
+       FROM deliveries GROUP BY source, status`,
+  );
+  const counts = zeroCounts();
+  const bySource: Record<string, StatusCounts> = {};
+  let unhandled = 0;
+  for (const group of rows) {
+    counts[group.status] += group.n;
+    (bySource[group.source] ??= zeroCounts())[group.status] = group.n;
+    unhandled += group.unhandled;
+  }
+  const oldestAt = rows[0]?.oldest ?? null;
+  const oldestWaitingSeconds = oldestAt === null ? null : Math.max(0, Math.floor((nowMs - Date.parse(oldestAt)) / 1000));
+  return { counts, unhandled, oldestWaitingSeconds, bySource };
+}
+
+/**
+ * One delivery with its body, headers and attempt history, or null when there is none with that
+ * source and id. The jsonb columns are read as text (`::text`) and parsed by the D1 store's readers
+ * (store/headers.ts, store/attempt-log.ts), so that both stores accept and drop the same entries.
+ * @example
+ * const detail = await getDelivery(client, { source: "stripe", id: "evt_1" });
+ */
+export async function getDelivery(q: Queryable, ref: DeliveryRef): Promise<DeliveryDetail | null> {
+  const { rows } = await q.query<SummaryRow & { headers: string | null; attempt_log: string | null; body: Uint8Array | null }>(
+    `SELECT ${SUMMARY_COLUMNS}, headers::text AS headers, attempt_log::text AS attempt_log, body FROM deliveries WHERE source = $1 AND id = $2`,
+    [ref.source, ref.id],
+  );
+  const row = rows[0];
+  if (!row) return null;
+  return {
+    ...summaryOf(row),
+    body: row.body === null ? null : toBytes(row.body),
+    headers: headersFromColumn(row.headers),
+    attemptLog: attemptLogFromColumn(row.attempt_log),
+  };
+}
