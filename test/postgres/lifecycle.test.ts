@@ -136,6 +136,21 @@ describe("commitDone", () => {
     expect(await history(ref)).toEqual([{ attempt: 1, at: "2026-12-01T11:59:59.960Z", ms: 40, outcome: "done", error: null }]);
   });
 
+  it("binds a handler's values as Postgres takes them: bytes as bytea, a bigint, a boolean, NULL", async () => {
+    const ref = await received();
+    const name = `${ref.source}:values`;
+    const bytes = new Uint8Array([0, 1, 254, 255]);
+    const effect = sql`INSERT INTO inbox_marks (name, value)
+      VALUES (${name}, encode(${bytes}::bytea, 'hex') || ' ' || ${9_007_199_254_740_993n}::bigint || ' ' || ${true}::boolean || ' ' || coalesce(${null}::text, 'null'))`;
+    try {
+      expect(await commitDone(hyperdrive, ref, 100, { handled: true, effects: [effect] }, NOW)).toEqual({ kind: "committed" });
+      const { rows } = await db((q) => q.query<{ value: string }>("SELECT value FROM inbox_marks WHERE name = $1", [name]));
+      expect(rows[0]?.value).toBe("0001feff 9007199254740993 true null");
+    } finally {
+      await db((q) => q.query("DELETE FROM inbox_marks WHERE name = $1", [name]));
+    }
+  });
+
   it("commits nothing when an effect violates a constraint, and answers refused", async () => {
     const ref = await received();
     const taken = `${ref.source}:taken`;
