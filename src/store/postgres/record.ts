@@ -13,7 +13,8 @@
  * is told "stored", the others "duplicate".
  *
  * The lane is generic (`recordGrouped` takes a `GroupWriter`): D1's group-commit.ts is the same
- * lane over a D1 writer, and both could share this one (the report of issue 14 says how).
+ * lane, written for D1's batch; with a D1 `GroupWriter` (one insert's `meta.changes`, a batch's) it
+ * could be this one.
  */
 import { isoTime } from "../clock";
 import { COUNTED_THROUGH } from "../overview";
