@@ -1,0 +1,54 @@
+/**
+ * The Postgres store: the `Store` interface (store/store.ts) over Postgres through Hyperdrive, with
+ * the same promises as the D1 store (store/d1.ts).
+ *
+ * Each operation opens a client of its own and ends it (client.ts): a store is opened per request,
+ * queue batch or sweep, and holds no connection. What D1 batches across the deliveries of a queue
+ * batch (its claims and commits, store/batcher.ts) runs here as separate statements at once:
+ * Postgres runs them in parallel, and a commit is a transaction of its own, so one delivery's
+ * refused effect never touches another's. The receiver's inserts are group-committed (record.ts).
+ */
+import type { Store } from "../store";
+import { deliveryStats, getDelivery } from "./admin";
+import { withClient, type Queryable } from "./client";
+import { claim, commitDone, entityVersion, markDeferred, markFailed, markRetrying } from "./lifecycle";
+import { findDeliveryById, listDeliveries } from "./listing";
+import { maintainOverview, readOverview } from "./overview";
+import { recordDelivery } from "./record";
+import { countFailed, replayState, resetFailedForReplay, resetForReplay } from "./replay";
+import { applyRetention, takeStranded } from "./sweep";
+
+/**
+ * The store over the database behind `hyperdrive` (the `HYPERDRIVE` binding).
+ * @example
+ * const store = postgresStore(env.HYPERDRIVE);
+ * const outcome = await store.record(delivery, ctx);
+ */
+export function postgresStore(hyperdrive: Hyperdrive): Store {
+  // Each operation on a client of its own (client.ts).
+  const run = <T>(fn: (db: Queryable) => Promise<T>) => withClient(hyperdrive, fn);
+  return {
+    record: (delivery, ctx) => recordDelivery(hyperdrive, ctx, delivery),
+
+    claim: (ref, token, takeover, nowMs) => run((db) => claim(db, ref, token, takeover, nowMs)),
+    commitDone: (ref, token, done, nowMs) => commitDone(hyperdrive, ref, token, done, nowMs),
+    markRetrying: (ref, token, error, nowMs, timing) => run((db) => markRetrying(db, ref, token, error, nowMs, timing)),
+    markDeferred: (ref, token, nowMs, timing, why) => run((db) => markDeferred(db, ref, token, nowMs, timing, why)),
+    markFailed: (ref, token, error, nowMs, timing) => run((db) => markFailed(db, ref, token, error, nowMs, timing)),
+    entityVersion: (entity) => run((db) => entityVersion(db, entity)),
+
+    takeStranded: (cutoffs, nowMs, limit) => run((db) => takeStranded(db, cutoffs, nowMs, limit)),
+    applyRetention: (deleteBeforeMs, clearBodiesBeforeMs, limit) => run((db) => applyRetention(db, deleteBeforeMs, clearBodiesBeforeMs, limit)),
+    maintainOverview: (nowMs) => run((db) => maintainOverview(db, nowMs)),
+
+    stats: (nowMs) => run((db) => deliveryStats(db, nowMs)),
+    overview: (nowMs) => run((db) => readOverview(db, nowMs)),
+    list: (query) => run((db) => listDeliveries(db, query)),
+    findById: (sources, id) => run((db) => findDeliveryById(db, sources, id)),
+    get: (ref) => run((db) => getDelivery(db, ref)),
+    replayState: (ref) => run((db) => replayState(db, ref)),
+    resetForReplay: (ref, from, nowMs) => run((db) => resetForReplay(db, ref, from, nowMs)),
+    resetFailedForReplay: (filter, limit, nowMs) => run((db) => resetFailedForReplay(db, filter, limit, nowMs)),
+    countFailed: (filter) => run((db) => countFailed(db, filter)),
+  };
+}
