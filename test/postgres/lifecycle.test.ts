@@ -14,6 +14,7 @@ import { sql, type SqlStatement } from "../../src/sql";
 import { attemptLogFromColumn, MAX_ATTEMPT_LOG } from "../../src/store/attempt-log";
 import { isRaised, isStatementError, withClient, type Queryable } from "../../src/store/postgres/client";
 import { claim, commitDone, entityVersion, markDeferred, markFailed, markRetrying } from "../../src/store/postgres/lifecycle";
+import { postgresStore } from "../../src/store/postgres";
 import { insertDeliveries } from "../../src/store/postgres/record";
 
 const hyperdrive = env.HYPERDRIVE!;
@@ -366,5 +367,22 @@ describe("isStatementError", () => {
     }
     expect(isStatementError(new Error("Connection terminated unexpectedly"))).toBe(false);
     expect(isStatementError(Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" }))).toBe(false);
+  });
+});
+
+describe("postgresStore", () => {
+  it("takes a delivery from its record to done through the Store interface, and fences a stale worker", async () => {
+    const store = postgresStore(hyperdrive);
+    const background: Promise<unknown>[] = [];
+    const ref = { source: `pg-life-${crypto.randomUUID().slice(0, 8)}`, id: "evt_store" };
+    const delivery = { ...ref, eventType: "payment_intent.succeeded", body: new TextEncoder().encode(BODY), receivedAtMs: NOW };
+    expect(await store.record(delivery, { waitUntil: (promise) => void background.push(promise) })).toBe("stored");
+    expect(await store.claim(ref, 100, null, NOW)).toMatchObject({ kind: "run", attempt: 1 });
+    expect(await store.claim(ref, 200, { previousToken: 100, maxAttempts: 5 }, NOW)).toMatchObject({ kind: "run", attempt: 1 });
+    expect(await store.commitDone(ref, 100, { handled: true, effects: [payment(`${ref.source}:store`)] }, NOW)).toEqual({ kind: "lease_lost" });
+    expect(await store.commitDone(ref, 200, { handled: true, effects: [payment(`${ref.source}:store`)] }, NOW)).toEqual({ kind: "committed" });
+    expect(await store.get(ref)).toMatchObject({ status: "done", attempts: 1 });
+    expect(await payments(`${ref.source}:store`)).toBe(1);
+    await Promise.allSettled(background);
   });
 });
