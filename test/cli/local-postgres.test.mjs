@@ -3,7 +3,7 @@
 // Without Postgres on the machine these are skipped, except on CI (CI=true), where they fail.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -80,8 +80,10 @@ describe("startLocalPostgres", { skip }, () => {
     assert.ok(await refused(server.url), "the server is gone after stop()");
   });
 
-  it("keeps its data in its folder across a restart", async () => {
-    const dir = temporaryDir();
+  it("keeps its data in its folder across a restart, creating the folders above it", async () => {
+    const base = temporaryDir();
+    chmodSync(base, 0o755); // as a checkout's .wrangler is; mkdtemp makes it 0700
+    const dir = join(base, "state", "postgres");
     const first = await startLocalPostgres({ dir, durable: false });
     await query(first.url, "CREATE TABLE kept (id int); INSERT INTO kept VALUES (7)");
     await first.stop();

@@ -90,6 +90,8 @@ export async function startLocalPostgres({ dir, database = DEFAULT_DATABASE, dur
   const dataDir = join(dir, "data");
   const passwordFile = join(dir, "password");
   const owner = serverUser();
+  // Parents as any folder (the server's user must be able to enter them); the folder itself private.
+  mkdirSync(dirname(dir), { recursive: true });
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (owner) {
     assertReachable(dir, owner);
