@@ -8,6 +8,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { option } from "./lib/args.mjs";
 import { prepareDevVars } from "./lib/dev-vars.mjs";
 
 const DEFAULT_PORT = "8787";
@@ -17,15 +18,6 @@ process.chdir(root);
 // Run wrangler's entry with this very Node (22 under npm scripts, from the `node` devDependency),
 // not whichever `node` a `wrangler` shim on the PATH would find.
 const WRANGLER_ENTRY = join(root, "node_modules", "wrangler", "bin", "wrangler.js");
-
-/** The value of `--name value` or `--name=value` in `args`, or undefined. */
-function option(args, name) {
-  for (let index = 0; index < args.length; index++) {
-    if (args[index] === name) return args[index + 1];
-    if (args[index].startsWith(`${name}=`)) return args[index].slice(name.length + 1);
-  }
-  return undefined;
-}
 
 prepareDevVars(root);
 
