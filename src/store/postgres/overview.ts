@@ -1,0 +1,232 @@
+/**
+ * The overview's numbers in Postgres (the dashboard's first page and `/admin/metrics`), put
+ * together as the D1 store does (store/overview.ts says where each number comes from): the counts
+ * the sweeper's walk carried into `inbox_counts` and `inbox_hours`, the rows past its mark counted
+ * in the age index, the partial indexes for the unfinished and the failed, the trigger-kept
+ * unhandled count; kept as one snapshot in `inbox_marks` and served from there for up to
+ * OVERVIEW_MAX_AGE_MS. Postgres runs many queries at once, but a poll that counted the table would
+ * still read it all, every few seconds, per open dashboard: the design stays.
+ *
+ * Where Postgres differs:
+ * - the walk's guard. D1 runs one statement at a time, so each of its statements only had to check
+ *   that the mark had not moved. Here two sweeps can walk at once, retention can delete rows a walk
+ *   is counting, and a receiver's insert can be in flight with the mark it read; so a walk counts in
+ *   a short transaction that holds the mark's row lock (`lockCountedMark`), which inserts and
+ *   retention's deletion (postgres/sweep.ts) take too, and it counts what it sees after taking it.
+ * - the snapshot's reads are one statement (one snapshot of the database), as D1's batch was one
+ *   transaction: the counted totals and the rows past the mark agree even while a walk commits.
+ */
+import type { DeliveryStatus, StatusCounts } from "../admin";
+import { DELIVERY_STATUSES } from "../admin";
+import { isoTime } from "../clock";
+import { COUNT_LAG_MS, COUNT_WALK_LIMIT, COUNTED_THROUGH, OVERVIEW_MARK, OVERVIEW_MAX_AGE_MS, type Overview } from "../overview";
+import { ownTransaction, type Queryable } from "./queryable";
+
+/** Hours of `inbox_hours` kept: the chart shows 24. */
+const HOURS_KEPT = 48;
+const HOUR_MS = 3_600_000;
+
+/** The snapshot as stored (without the live oldest waiting). */
+type Snapshot = Omit<Overview, "oldestWaitingSeconds">;
+
+/** The `counted_through` mark as an SQL expression ('' before the first walk). */
+const MARK = `(SELECT coalesce((SELECT value FROM inbox_marks WHERE name = '${COUNTED_THROUGH}'), ''))`;
+const OLDEST_WAITING = "(SELECT min(received_at) FROM deliveries WHERE status IN ('received', 'processing'))";
+
+/**
+ * The snapshot's parts (exported so that a test can EXPLAIN them), each read from an index or a
+ * small table, run as one UNION ALL: `part` says which, `key` is a source or an hour
+ * (`YYYY-MM-DDTHH`). `$1`: the first hour of the chart, `$2`: the same as an ISO time.
+ */
+export const OVERVIEW_PARTS = {
+  counted: "SELECT 'counted' AS part, source AS key, NULL AS status, total AS n, unhandled FROM inbox_counts",
+  // The rows past the mark: a range of the age index.
+  tail: `SELECT 'tail', source, NULL, count(*), NULL FROM deliveries WHERE received_at >= ${MARK} GROUP BY source`,
+  tailHours: `SELECT 'tailHours', left(received_at, 13), NULL, count(*), NULL FROM deliveries WHERE received_at >= ${MARK} GROUP BY 2`,
+  hours: "SELECT 'hours', hour, NULL, received, NULL FROM inbox_hours WHERE hour >= $1",
+  // The partial indexes: each WHERE repeats its index's predicate.
+  pending: "SELECT 'pending', source, status, count(*), NULL FROM deliveries WHERE status IN ('received', 'processing') GROUP BY source, status",
+  failed: "SELECT 'failed', source, NULL, count(*), NULL FROM deliveries WHERE status = 'failed' GROUP BY source",
+  failedHours: "SELECT 'failedHours', left(received_at, 13), NULL, count(*), NULL FROM deliveries WHERE status = 'failed' AND received_at >= $2 GROUP BY 2",
+} as const;
+export const OVERVIEW_SQL = Object.values(OVERVIEW_PARTS).join("\nUNION ALL ");
+
+/** The walk's statements, for EXPLAIN too. `$1`: the mark as read, `$2`: the cutoff or the new mark. */
+export const COUNT_SQL = {
+  /** The `received_at` of the row `$3` rows past the mark, when that is before `$2`. */
+  stretchEnd: "SELECT received_at FROM deliveries WHERE received_at >= $1 AND received_at < $2 ORDER BY received_at LIMIT 1 OFFSET $3",
+  /** The first `received_at` after `$1` (a stretch of more than the limit of rows received the same millisecond). */
+  nextAfter: "SELECT min(received_at) AS next FROM deliveries WHERE received_at > $1 AND received_at < $2",
+  /**
+   * The stretch [$1, $2) added to the totals and the hours (only the hours from `$3` on are kept,
+   * older ones dropped), and the mark moved to `$2`: one statement, so the totals, the hours and the
+   * mark move together and count the same rows. The caller holds the mark's lock.
+   */
+  count: `WITH stretch AS (
+      SELECT source, left(received_at, 13) AS hour FROM deliveries WHERE received_at >= $1 AND received_at < $2),
+    totals AS (
+      INSERT INTO inbox_counts AS counts (source, total) SELECT source, count(*) FROM stretch GROUP BY source
+      ON CONFLICT (source) DO UPDATE SET total = counts.total + excluded.total),
+    hours AS (
+      INSERT INTO inbox_hours AS hours (hour, received) SELECT hour, count(*) FROM stretch WHERE hour >= $3 GROUP BY hour
+      ON CONFLICT (hour) DO UPDATE SET received = hours.received + excluded.received),
+    dropped AS (DELETE FROM inbox_hours WHERE hour < $3)
+    UPDATE inbox_marks SET value = $2 WHERE name = '${COUNTED_THROUGH}'`,
+} as const;
+
+/** The hour of an ISO time as `inbox_hours` keys it: `YYYY-MM-DDTHH`. */
+const hourKey = (ms: number) => isoTime(ms).slice(0, 13);
+
+/**
+ * Locks the `counted_through` mark's row until the end of the caller's transaction and returns its
+ * value ('' before the first walk): `UPDATE` for a walk, `SHARE` for retention's deletion. The row
+ * is made on first use, so that there is always a row to lock (D1 needs none: it runs one statement
+ * at a time); '' reads as the absent mark does everywhere.
+ *
+ * A walk takes `FOR UPDATE`, not the weaker lock its UPDATE of the value would take: the receiver's
+ * insert reads the mark `FOR KEY SHARE` (postgres/record.ts), which only `FOR UPDATE` waits for and
+ * makes wait. So no insert is in flight with the old mark while a walk counts: each lands either
+ * before the walk's count (and is counted) or after its commit (and is dated at the new mark).
+ * Retention's `SHARE` holds up no insert.
+ */
+export async function lockCountedMark(q: Queryable, mode: "UPDATE" | "SHARE"): Promise<string> {
+  const select = `SELECT value FROM inbox_marks WHERE name = '${COUNTED_THROUGH}' FOR ${mode}`;
+  let { rows } = await q.query<{ value: string }>(select);
+  if (rows.length === 0) {
+    // Another transaction making it at the same moment: this waits for it, then inserts nothing.
+    await q.query(`INSERT INTO inbox_marks (name, value) VALUES ('${COUNTED_THROUGH}', '') ON CONFLICT (name) DO NOTHING`);
+    ({ rows } = await q.query<{ value: string }>(select));
+  }
+  return rows[0]!.value;
+}
+
+/**
+ * Moves the `counted_through` mark up to `limit` rows along the age index (never closer to `nowMs`
+ * than COUNT_LAG_MS), adding what it passes to `inbox_counts` and `inbox_hours`. Returns how far the
+ * count got (the mark as this call leaves it), or null when there was nothing to count.
+ *
+ * The stretch is measured first, with no lock; then one short transaction locks the mark
+ * (`lockCountedMark`: the receiver's inserts wait while it is held), checks that no other walk moved
+ * it meanwhile, and counts the stretch in one statement, which sees every insert that landed before
+ * the lock. When another walk moved the mark, this one counts nothing and returns where that one
+ * left it: two walks at once count each stretch once. `q` must not be in a transaction already.
+ * @example
+ * while ((await advanceCounts(client, Date.now())) !== null);
+ */
+export async function advanceCounts(q: Queryable, nowMs: number, limit = COUNT_WALK_LIMIT): Promise<string | null> {
+  const cutoff = isoTime(nowMs - COUNT_LAG_MS);
+  const from = (await q.query<{ mark: string }>(`SELECT ${MARK} AS mark`)).rows[0]!.mark;
+  if (from >= cutoff) return null;
+  let to = (await q.query<{ received_at: string }>(COUNT_SQL.stretchEnd, [from, cutoff, limit])).rows[0]?.received_at ?? cutoff;
+  if (to <= from) to = (await q.query<{ next: string | null }>(COUNT_SQL.nextAfter, [from, cutoff])).rows[0]?.next ?? cutoff;
+  return ownTransaction(q, async () => {
+    const mark = await lockCountedMark(q, "UPDATE");
+    if (mark !== from) return mark;
+    await q.query(COUNT_SQL.count, [from, to, hourKey(nowMs - HOURS_KEPT * HOUR_MS)]);
+    return to;
+  });
+}
+
+function zeroCounts(): StatusCounts {
+  return { received: 0, processing: 0, done: 0, failed: 0 };
+}
+
+type Part = keyof typeof OVERVIEW_PARTS;
+
+/**
+ * Puts the snapshot together from the counts and the small indexes (one statement), and stores it.
+ * Two at once both store theirs; either is a true snapshot.
+ * @example
+ * const { counts } = await refreshOverview(client, Date.now());
+ */
+export async function refreshOverview(q: Queryable, nowMs: number): Promise<Snapshot> {
+  const firstHourMs = Math.floor(nowMs / HOUR_MS) * HOUR_MS - 23 * HOUR_MS;
+  const firstHour = hourKey(firstHourMs);
+  const { rows } = await q.query<{ part: Part; key: string; status: DeliveryStatus | null; n: string; unhandled: string | null }>(OVERVIEW_SQL, [
+    firstHour,
+    isoTime(firstHourMs),
+  ]);
+  // bigint counts come as strings.
+  const parts = (part: Part) => rows.filter((row) => row.part === part).map((row) => ({ key: row.key, status: row.status, n: Number(row.n), unhandled: Number(row.unhandled ?? 0) }));
+
+  const totals = new Map<string, number>();
+  let unhandled = 0;
+  for (const { key, n, unhandled: count } of parts("counted")) {
+    totals.set(key, n);
+    unhandled += count;
+  }
+  for (const { key, n } of parts("tail")) totals.set(key, (totals.get(key) ?? 0) + n);
+
+  const bySource: Record<string, StatusCounts> = {};
+  const of = (source: string) => (bySource[source] ??= zeroCounts());
+  for (const { key, status, n } of parts("pending")) of(key)[status!] = n;
+  for (const { key, n } of parts("failed")) of(key).failed = n;
+  for (const [source, total] of totals) {
+    const counts = of(source);
+    // What is neither waiting nor failed is done. Never below zero, should a count lag a deletion.
+    counts.done = Math.max(0, total - counts.received - counts.processing - counts.failed);
+  }
+  const counts = zeroCounts();
+  for (const each of Object.values(bySource)) for (const status of DELIVERY_STATUSES) counts[status] += each[status];
+
+  const received = new Map<string, number>();
+  for (const { key, n } of [...parts("hours"), ...parts("tailHours")]) if (key >= firstHour) received.set(key, (received.get(key) ?? 0) + n);
+  const failed = new Map(parts("failedHours").map(({ key, n }) => [key, n]));
+  const hourly = Array.from({ length: 24 }, (_, index) => {
+    const key = hourKey(firstHourMs + index * HOUR_MS);
+    return { hour: `${key}:00:00.000Z`, received: received.get(key) ?? 0, failed: failed.get(key) ?? 0 };
+  });
+  const received24 = hourly.reduce((sum, hour) => sum + hour.received, 0);
+  const failed24 = hourly.reduce((sum, hour) => sum + hour.failed, 0);
+  const snapshot: Snapshot = {
+    asOf: isoTime(nowMs),
+    counts,
+    bySource,
+    unhandled,
+    last24h: { received: received24, failed: failed24, failureRate: received24 === 0 ? null : failed24 / received24 },
+    hourly,
+  };
+  await q.query("INSERT INTO inbox_marks (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value", [OVERVIEW_MARK, JSON.stringify(snapshot)]);
+  return snapshot;
+}
+
+/**
+ * The overview: the stored snapshot while it is younger than OVERVIEW_MAX_AGE_MS, else a fresh one
+ * (see `refreshOverview`); the oldest waiting delivery read live. One statement when the snapshot is fresh.
+ * @example
+ * const { counts, last24h } = await readOverview(client, Date.now());
+ */
+export async function readOverview(q: Queryable, nowMs: number): Promise<Overview> {
+  const { rows } = await q.query<{ snapshot: string | null; oldest: string | null }>(
+    `SELECT (SELECT value FROM inbox_marks WHERE name = $1) AS snapshot, ${OLDEST_WAITING} AS oldest`,
+    [OVERVIEW_MARK],
+  );
+  const { snapshot: stored = null, oldest = null } = rows[0] ?? {};
+  const snapshot = freshSnapshot(stored, nowMs) ?? (await refreshOverview(q, nowMs));
+  return { ...snapshot, oldestWaitingSeconds: oldest === null ? null : Math.max(0, Math.floor((nowMs - Date.parse(oldest)) / 1000)) };
+}
+
+/**
+ * The sweeper's part: count what the walk has not, and put a snapshot together when the last is
+ * stale. `q` must not be in a transaction already (the walk opens its own).
+ * @example
+ * await maintainOverview(client, Date.now());
+ */
+export async function maintainOverview(q: Queryable, nowMs: number): Promise<void> {
+  await advanceCounts(q, nowMs);
+  const { rows } = await q.query<{ value: string }>("SELECT value FROM inbox_marks WHERE name = $1", [OVERVIEW_MARK]);
+  if (!freshSnapshot(rows[0]?.value ?? null, nowMs)) await refreshOverview(q, nowMs);
+}
+
+/** The stored snapshot while it is younger than OVERVIEW_MAX_AGE_MS at `nowMs`; null when none is, or it is unreadable. */
+function freshSnapshot(value: string | null, nowMs: number): Snapshot | null {
+  if (value === null) return null;
+  let parsed: Snapshot;
+  try {
+    parsed = JSON.parse(value) as Snapshot;
+  } catch {
+    return null;
+  }
+  if (typeof parsed.asOf !== "string" || !parsed.counts || !parsed.hourly) return null;
+  return nowMs - Date.parse(parsed.asOf) < OVERVIEW_MAX_AGE_MS ? parsed : null;
+}
