@@ -1,19 +1,28 @@
 /**
  * The listing's window in the Postgres store (store/listing.ts LISTING_WINDOW): a filter no index
  * serves looks at most that many deliveries per page, and the page says how far back it searched;
- * what test/admin/deliveries.test.ts checks of the D1 store. In a file of its own: its 30,100 rows
- * would fill the window of every other listing test.
+ * what test/admin/deliveries.test.ts checks of the D1 store. In a file and a schema of its own: its
+ * 30,100 rows would fill the window of every other listing test (the database is shared with the
+ * other files, which run at the same time).
  */
+/// <reference types="vite/client" />
 import { env } from "cloudflare:workers";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import migration from "../../migrations-postgres/0001_inbox.sql?raw";
 import { LISTING_WINDOW, type ListingQuery } from "../../src/store/listing";
 import { withClient } from "../../src/store/postgres/client";
 import { listDeliveries, listingStatement } from "../../src/store/postgres/listing";
 import type { Queryable } from "../../src/store/postgres/queryable";
 
-const db = <T>(fn: (q: Queryable) => Promise<T>) => withClient(env.HYPERDRIVE!, fn);
+/** This file's schema, migrated before its tests and dropped after them; every client of the tests works in it. */
+const SCHEMA = `test_listing_window_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+const url = new URL(env.HYPERDRIVE!.connectionString);
+url.searchParams.set("options", `-c search_path=${SCHEMA}`);
+const db = <T>(fn: (q: Queryable) => Promise<T>) => withClient({ connectionString: url.toString() } as Hyperdrive, fn);
+beforeAll(() => withClient(env.HYPERDRIVE!, (q) => q.query(`CREATE SCHEMA ${SCHEMA}; SET search_path TO ${SCHEMA}; ${migration}`)));
+afterAll(() => withClient(env.HYPERDRIVE!, (q) => q.query(`DROP SCHEMA ${SCHEMA} CASCADE`)));
 
-/** After every row of this file, before every other test's. */
+/** After every row of this file: a listing until then starts at the newest of them. */
 const UNTIL = "2001-01-01T00:00:00.000Z";
 const ROWS = 20_000 + LISTING_WINDOW + 100;
 
