@@ -11,7 +11,6 @@
 /// <reference types="vite/client" />
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import migration from "../../migrations-postgres/0001_inbox.sql?raw";
 import type { StatusCounts } from "../../src/store/admin";
 import { COUNT_LAG_MS, OVERVIEW_MAX_AGE_MS } from "../../src/store/overview";
 import { deliveryStats } from "../../src/store/postgres/admin";
@@ -27,11 +26,15 @@ const DAY = 24 * HOUR;
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** This file's schema, migrated before its tests and dropped after them; every client of the tests works in it. */
+/** migrations-postgres, in order, as the test setup applies them to the shared schema. */
+const MIGRATIONS = Object.entries(import.meta.glob<string>("../../migrations-postgres/*.sql", { query: "?raw", import: "default", eager: true }))
+  .sort(([a], [b]) => (a < b ? -1 : 1))
+  .map(([, sql]) => sql);
 const SCHEMA = `test_overview_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
 const url = new URL(env.HYPERDRIVE!.connectionString);
 url.searchParams.set("options", `-c search_path=${SCHEMA}`);
 const db = <T>(fn: (q: Queryable) => Promise<T>) => withClient({ connectionString: url.toString() } as Hyperdrive, fn);
-beforeAll(() => withClient(env.HYPERDRIVE!, (q) => q.query(`CREATE SCHEMA ${SCHEMA}; SET search_path TO ${SCHEMA}; ${migration}`)));
+beforeAll(() => withClient(env.HYPERDRIVE!, (q) => q.query(`CREATE SCHEMA ${SCHEMA}; SET search_path TO ${SCHEMA}; ${MIGRATIONS.join(";\n")}`)));
 afterAll(() => withClient(env.HYPERDRIVE!, (q) => q.query(`DROP SCHEMA ${SCHEMA} CASCADE`)));
 
 type Fate = "done" | "unhandled" | "failed" | "received" | "processing";

@@ -10,7 +10,6 @@
 /// <reference types="vite/client" />
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import migration from "../../migrations-postgres/0001_inbox.sql?raw";
 import { withClient } from "../../src/store/postgres/client";
 import { advanceCounts } from "../../src/store/postgres/overview";
 import type { Queryable } from "../../src/store/postgres/queryable";
@@ -28,11 +27,15 @@ const NEVER = 0;
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** This file's schema, migrated before its tests and dropped after them; every client of the tests works in it. */
+/** migrations-postgres, in order, as the test setup applies them to the shared schema. */
+const MIGRATIONS = Object.entries(import.meta.glob<string>("../../migrations-postgres/*.sql", { query: "?raw", import: "default", eager: true }))
+  .sort(([a], [b]) => (a < b ? -1 : 1))
+  .map(([, sql]) => sql);
 const SCHEMA = `test_sweep_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
 const url = new URL(env.HYPERDRIVE!.connectionString);
 url.searchParams.set("options", `-c search_path=${SCHEMA}`);
 const db = <T>(fn: (q: Queryable) => Promise<T>) => withClient({ connectionString: url.toString() } as Hyperdrive, fn);
-beforeAll(() => withClient(env.HYPERDRIVE!, (q) => q.query(`CREATE SCHEMA ${SCHEMA}; SET search_path TO ${SCHEMA}; ${migration}`)));
+beforeAll(() => withClient(env.HYPERDRIVE!, (q) => q.query(`CREATE SCHEMA ${SCHEMA}; SET search_path TO ${SCHEMA}; ${MIGRATIONS.join(";\n")}`)));
 afterAll(() => withClient(env.HYPERDRIVE!, (q) => q.query(`DROP SCHEMA ${SCHEMA} CASCADE`)));
 beforeEach(() => db((q) => q.query("DELETE FROM deliveries; DELETE FROM inbox_marks; DELETE FROM inbox_counts; DELETE FROM inbox_hours")));
 
