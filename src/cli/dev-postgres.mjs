@@ -38,7 +38,11 @@ try {
   console.log(`Postgres: ${applied.length ? `applied ${applied.join(", ")}` : "migrations up to date"}`);
 } catch (error) {
   await server?.stop();
-  console.error(error instanceof PostgresNotInstalledError ? error.message : `dev:postgres: ${error instanceof Error ? error.message : error}`);
+  console.error(
+    error instanceof PostgresNotInstalledError
+      ? `${error.message}\nOr set DATABASE_URL to a Postgres database of yours: npm run dev:postgres then uses it instead.`
+      : `dev:postgres: ${error instanceof Error ? error.message : error}`,
+  );
   process.exit(1);
 }
 

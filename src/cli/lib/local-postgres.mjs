@@ -35,8 +35,7 @@ export class PostgresNotInstalledError extends Error {
   constructor() {
     super(
       "Postgres is not installed: no initdb in /usr/lib/postgresql/*/bin or on the PATH. " +
-        "Install it (Debian/Ubuntu: `sudo apt-get install postgresql`; the service it may start is not used), " +
-        "or set DATABASE_URL to a Postgres server of yours.",
+        "Install it: `sudo apt-get install postgresql` (Debian/Ubuntu; the service the package may start is not used).",
     );
     this.name = "PostgresNotInstalledError";
   }
