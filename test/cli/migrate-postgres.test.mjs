@@ -34,6 +34,10 @@ function temporaryDir(prefix) {
   return dir;
 }
 
+after(() => {
+  for (const dir of folders) rmSync(dir, { recursive: true, force: true });
+});
+
 /** A folder of migrations: `{ "0001_a.sql": "…" }`. */
 function migrations(files) {
   const dir = temporaryDir("webhook-inbox-migrations-");
@@ -77,7 +81,6 @@ describe("applyPostgresMigrations", { skip }, () => {
   });
   after(async () => {
     await server?.stop();
-    for (const dir of folders) rmSync(dir, { recursive: true, force: true });
   });
 
   it("applies each file in order, records its name, and applies nothing a second time", async () => {
