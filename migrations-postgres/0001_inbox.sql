@@ -121,18 +121,6 @@ FOR EACH ROW
 WHEN (NEW.version <= OLD.version)
 EXECUTE FUNCTION entity_versions_stale_version();
 
--- The example handler's table (src/handlers/payments.ts; D1: 0003, 0007). Replace it with your own:
--- a handler's tables sit beside the inbox's, in the same database, so that its effects commit in
--- the transaction of the delivery's done mark. delivery_id is the primary key: the effect is keyed
--- by the delivery, so it cannot happen twice.
-CREATE TABLE payments (
-  delivery_id  text COLLATE "C" NOT NULL PRIMARY KEY,
-  customer     text COLLATE "C",
-  amount       bigint NOT NULL,            -- in the currency's smallest unit, as Stripe sends it
-  currency     text COLLATE "C" NOT NULL,
-  created_at   text COLLATE "C" NOT NULL
-);
-
 -- Progress marks of the sweeper's bounded walks and the overview's snapshot (src/store/marks.ts,
 -- src/store/overview.ts; D1: 0006), e.g. how far body pruning and the count have come. A few rows.
 CREATE TABLE inbox_marks (
