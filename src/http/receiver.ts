@@ -58,6 +58,9 @@ receiver.all("/webhooks/:source", async (c) => {
   if (id.length > MAX_DELIVERY_ID_LENGTH) {
     throw new ApiError(400, "invalid_delivery_id", `the delivery id is longer than ${MAX_DELIVERY_ID_LENGTH} characters`);
   }
+  // Postgres text cannot hold NUL: such an id would fail its insert (503) on every retry, for ever.
+  // Refused in both stores alike; an id from a JSON body (Stripe's "evt_\u0000") can carry one.
+  if (id.includes("\u0000")) throw new ApiError(400, "invalid_delivery_id", "the delivery id contains a NUL character");
 
   let outcome;
   try {

@@ -22,7 +22,13 @@ export const ErrorSchema = z
 const StatusSchema = z.enum(DELIVERY_STATUSES).openapi("DeliveryStatus");
 const SourceSchema = z.string().min(1).max(100).openapi({ example: "stripe" });
 
-const EventTypeSchema = z.string().min(1).max(200).openapi({ example: "invoice.paid" });
+/** No NUL: Postgres cannot compare text holding one (the store keeps an event type's NUL as U+FFFD). */
+const EventTypeSchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .refine((text) => !text.includes("\u0000"), "must not contain NUL")
+  .openapi({ example: "invoice.paid" });
 
 /** A time bound, any ISO 8601 date-time with an offset; compared as the stored UTC form. */
 const TimeBoundSchema = z.iso
@@ -135,6 +141,8 @@ export const DeliveryParamsSchema = z.object({
     .string()
     .min(1)
     .max(MAX_DELIVERY_ID_LENGTH)
+    // No stored id holds NUL (the receiver refuses it), and Postgres cannot even compare one.
+    .refine((id) => !id.includes("\u0000"), "must not contain NUL")
     .openapi({ param: { name: "id", in: "path" }, example: "evt_3PqXyZ" }),
 });
 

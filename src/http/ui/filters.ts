@@ -31,7 +31,7 @@ const MAX_TEXT = 255;
 export function parseFilter(params: URLSearchParams): ParsedFilter {
   const problems: string[] = [];
   const text = (name: string) => {
-    const value = params.get(name)?.trim();
+    const value = withoutNul(params.get(name))?.trim();
     if (!value) return undefined;
     if (value.length > MAX_TEXT) {
       problems.push(`${name}: longer than ${MAX_TEXT} characters`);
@@ -57,7 +57,7 @@ export function parseFilter(params: URLSearchParams): ParsedFilter {
   const cursorText = text("cursor");
   const after = cursorText === undefined ? undefined : (decodeCursor(cursorText) ?? undefined);
   if (cursorText !== undefined && after === undefined) problems.push("cursor: not a page position this dashboard made; showing the first page");
-  const id = params.get("id")?.trim() || undefined;
+  const id = withoutNul(params.get("id"))?.trim() || undefined;
   if (id !== undefined && id.length > MAX_DELIVERY_ID_LENGTH) problems.push(`id: longer than ${MAX_DELIVERY_ID_LENGTH} characters`);
   return {
     filter: { status, source: text("source"), eventType: text("eventType"), since, until, unhandled: params.get("unhandled") === "1" || undefined },
@@ -91,4 +91,12 @@ export function parseUtcTime(value: string): string | null {
 export function sourceChoices(current: string | undefined): string[] {
   const names = Object.keys(SOURCES);
   return current !== undefined && !names.includes(current) ? [...names, current] : names;
+}
+
+/**
+ * A query parameter without NUL characters: no stored id or event type holds one (the receiver
+ * refuses such ids), and Postgres cannot even compare text holding one (an error, not a miss).
+ */
+function withoutNul(value: string | null): string | undefined {
+  return value?.replaceAll("\u0000", "");
 }
