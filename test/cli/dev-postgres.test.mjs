@@ -10,23 +10,14 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { findPostgresBinaries, PostgresNotInstalledError } from "../../src/cli/lib/local-postgres.mjs";
+import { skipWithoutPostgres } from "../helpers/postgres-available.mjs";
 import { freePort } from "../e2e/harness.mjs";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 /** How long one `npm run dev:postgres` may take to answer /health (initdb, migrations, bundling, workerd). */
 const START_TIMEOUT_MS = 120_000;
 
-function installed() {
-  try {
-    findPostgresBinaries();
-    return true;
-  } catch (error) {
-    if (error instanceof PostgresNotInstalledError) return false;
-    throw error;
-  }
-}
-const skip = !installed() && process.env.CI !== "true" ? "Postgres is not installed (apt-get install postgresql)" : false;
+const skip = skipWithoutPostgres;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("npm run dev:postgres, for real", { skip, timeout: START_TIMEOUT_MS + 60_000 }, () => {

@@ -9,19 +9,11 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import pg from "pg";
 import { findPostgresBinaries, PostgresNotInstalledError, startLocalPostgres } from "../../src/cli/lib/local-postgres.mjs";
+import { skipWithoutPostgres } from "../helpers/postgres-available.mjs";
 
 const LIBRARY = new URL("../../src/cli/lib/local-postgres.mjs", import.meta.url).href;
 
-function installed() {
-  try {
-    findPostgresBinaries();
-    return true;
-  } catch (error) {
-    if (error instanceof PostgresNotInstalledError) return false;
-    throw error;
-  }
-}
-const skip = !installed() && process.env.CI !== "true" ? "Postgres is not installed (apt-get install postgresql)" : false;
+const skip = skipWithoutPostgres;
 
 const folders = [];
 function temporaryDir() {

@@ -10,22 +10,14 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { findPostgresBinaries, PostgresNotInstalledError, startLocalPostgres } from "../../src/cli/lib/local-postgres.mjs";
+import { startLocalPostgres } from "../../src/cli/lib/local-postgres.mjs";
+import { skipWithoutPostgres } from "../helpers/postgres-available.mjs";
 import { applyPostgresMigrations, migrationFiles } from "../../src/cli/lib/postgres-migrations.mjs";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const COMMAND = join(ROOT, "src", "cli", "migrate-postgres.mjs");
 
-function installed() {
-  try {
-    findPostgresBinaries();
-    return true;
-  } catch (error) {
-    if (error instanceof PostgresNotInstalledError) return false;
-    throw error;
-  }
-}
-const skip = !installed() && process.env.CI !== "true" ? "Postgres is not installed (apt-get install postgresql)" : false;
+const skip = skipWithoutPostgres;
 
 const folders = [];
 function temporaryDir(prefix) {

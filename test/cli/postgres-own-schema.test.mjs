@@ -10,21 +10,13 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { findPostgresBinaries, PostgresNotInstalledError, startLocalPostgres } from "../../src/cli/lib/local-postgres.mjs";
+import { startLocalPostgres } from "../../src/cli/lib/local-postgres.mjs";
+import { skipWithoutPostgres } from "../helpers/postgres-available.mjs";
 import { applyPostgresMigrations, POSTGRES_MIGRATIONS_DIR } from "../../src/cli/lib/postgres-migrations.mjs";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
-function installed() {
-  try {
-    findPostgresBinaries();
-    return true;
-  } catch (error) {
-    if (error instanceof PostgresNotInstalledError) return false;
-    throw error;
-  }
-}
-const skip = !installed() && process.env.CI !== "true" ? "Postgres is not installed (apt-get install postgresql)" : false;
+const skip = skipWithoutPostgres;
 
 async function withClient(url, fn) {
   const client = new pg.Client({ connectionString: url });

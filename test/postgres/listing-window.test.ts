@@ -5,25 +5,14 @@
  * 30,100 rows would fill the window of every other listing test (the database is shared with the
  * other files, which run at the same time).
  */
-/// <reference types="vite/client" />
-import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LISTING_WINDOW, type ListingQuery } from "../../src/store/listing";
-import { withClient } from "../../src/store/postgres/client";
 import { listDeliveries, listingStatement } from "../../src/store/postgres/listing";
 import type { Queryable } from "../../src/store/postgres/queryable";
+import { privateSchema } from "../helpers/postgres-schema";
 
-/** This file's schema, migrated before its tests and dropped after them; every client of the tests works in it. */
-/** migrations-postgres, in order, as the test setup applies them to the shared schema. */
-const MIGRATIONS = Object.entries(import.meta.glob<string>("../../migrations-postgres/*.sql", { query: "?raw", import: "default", eager: true }))
-  .sort(([a], [b]) => (a < b ? -1 : 1))
-  .map(([, sql]) => sql);
-const SCHEMA = `test_listing_window_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
-const url = new URL(env.HYPERDRIVE!.connectionString);
-url.searchParams.set("options", `-c search_path=${SCHEMA}`);
-const db = <T>(fn: (q: Queryable) => Promise<T>) => withClient({ connectionString: url.toString() } as Hyperdrive, fn);
-beforeAll(() => withClient(env.HYPERDRIVE!, (q) => q.query(`CREATE SCHEMA ${SCHEMA}; SET search_path TO ${SCHEMA}; ${MIGRATIONS.join(";\n")}`)));
-afterAll(() => withClient(env.HYPERDRIVE!, (q) => q.query(`DROP SCHEMA ${SCHEMA} CASCADE`)));
+/** A schema of this file's own (test/helpers/postgres-schema.ts): its tests move the inbox's global state. */
+const db = privateSchema("listing_window");
 
 /** After every row of this file: a listing until then starts at the newest of them. */
 const UNTIL = "2001-01-01T00:00:00.000Z";

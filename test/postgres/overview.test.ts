@@ -8,34 +8,23 @@
  * In a schema of its own: the walk moves the count's mark far ahead, and retention deletes across
  * sources, which the other files' tests, sharing the database and running at the same time, would see.
  */
-/// <reference types="vite/client" />
-import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StatusCounts } from "../../src/store/admin";
 import { COUNT_LAG_MS, OVERVIEW_MAX_AGE_MS } from "../../src/store/overview";
 import { deliveryStats } from "../../src/store/postgres/admin";
-import { withClient } from "../../src/store/postgres/client";
 import { advanceCounts, COUNT_SQL, maintainOverview, OVERVIEW_SQL, readOverview, refreshOverview } from "../../src/store/postgres/overview";
 import type { Queryable } from "../../src/store/postgres/queryable";
 import { insertDeliveries } from "../../src/store/postgres/record";
 import { resetForReplay } from "../../src/store/postgres/replay";
 import { applyRetention } from "../../src/store/postgres/sweep";
+import { privateSchema } from "../helpers/postgres-schema";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** This file's schema, migrated before its tests and dropped after them; every client of the tests works in it. */
-/** migrations-postgres, in order, as the test setup applies them to the shared schema. */
-const MIGRATIONS = Object.entries(import.meta.glob<string>("../../migrations-postgres/*.sql", { query: "?raw", import: "default", eager: true }))
-  .sort(([a], [b]) => (a < b ? -1 : 1))
-  .map(([, sql]) => sql);
-const SCHEMA = `test_overview_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
-const url = new URL(env.HYPERDRIVE!.connectionString);
-url.searchParams.set("options", `-c search_path=${SCHEMA}`);
-const db = <T>(fn: (q: Queryable) => Promise<T>) => withClient({ connectionString: url.toString() } as Hyperdrive, fn);
-beforeAll(() => withClient(env.HYPERDRIVE!, (q) => q.query(`CREATE SCHEMA ${SCHEMA}; SET search_path TO ${SCHEMA}; ${MIGRATIONS.join(";\n")}`)));
-afterAll(() => withClient(env.HYPERDRIVE!, (q) => q.query(`DROP SCHEMA ${SCHEMA} CASCADE`)));
+/** A schema of this file's own (test/helpers/postgres-schema.ts): its tests move the inbox's global state. */
+const db = privateSchema("overview");
 
 type Fate = "done" | "unhandled" | "failed" | "received" | "processing";
 
@@ -80,7 +69,7 @@ const counted = (source: string) =>
 // Each test walks the count's mark up to its own `now`: so each test's clock is ahead of the one before.
 describe("the overview's counts", () => {
   it("are kept in this file's own schema", async () => {
-    expect((await db((q) => q.query<{ schema: string }>("SELECT current_schema() AS schema"))).rows[0]!.schema).toBe(SCHEMA);
+    expect((await db((q) => q.query<{ schema: string }>("SELECT current_schema() AS schema"))).rows[0]!.schema).toMatch(/^test_overview_[0-9a-f]{12}$/);
   });
 
   it("equal an exact count, whether the rows were passed by the walk or not, after retention and a replay", async () => {

@@ -7,14 +7,12 @@
  * In a schema of its own, emptied before each test: retention and the stranded sweep work across
  * sources, and the body-pruning watermark is one for the whole table.
  */
-/// <reference types="vite/client" />
-import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { withClient } from "../../src/store/postgres/client";
 import { advanceCounts } from "../../src/store/postgres/overview";
 import type { Queryable } from "../../src/store/postgres/queryable";
 import { resetForReplay } from "../../src/store/postgres/replay";
 import { applyRetention, RETENTION_SQL, takeStranded } from "../../src/store/postgres/sweep";
+import { privateSchema } from "../helpers/postgres-schema";
 
 const DAY = 86_400_000;
 const NOW = Date.parse("2026-12-01T00:00:00.000Z");
@@ -26,17 +24,8 @@ const CLEAR_BEFORE = NOW - 7 * DAY;
 const NEVER = 0;
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** This file's schema, migrated before its tests and dropped after them; every client of the tests works in it. */
-/** migrations-postgres, in order, as the test setup applies them to the shared schema. */
-const MIGRATIONS = Object.entries(import.meta.glob<string>("../../migrations-postgres/*.sql", { query: "?raw", import: "default", eager: true }))
-  .sort(([a], [b]) => (a < b ? -1 : 1))
-  .map(([, sql]) => sql);
-const SCHEMA = `test_sweep_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
-const url = new URL(env.HYPERDRIVE!.connectionString);
-url.searchParams.set("options", `-c search_path=${SCHEMA}`);
-const db = <T>(fn: (q: Queryable) => Promise<T>) => withClient({ connectionString: url.toString() } as Hyperdrive, fn);
-beforeAll(() => withClient(env.HYPERDRIVE!, (q) => q.query(`CREATE SCHEMA ${SCHEMA}; SET search_path TO ${SCHEMA}; ${MIGRATIONS.join(";\n")}`)));
-afterAll(() => withClient(env.HYPERDRIVE!, (q) => q.query(`DROP SCHEMA ${SCHEMA} CASCADE`)));
+/** A schema of this file's own (test/helpers/postgres-schema.ts): its tests move the inbox's global state. */
+const db = privateSchema("sweep");
 beforeEach(() => db((q) => q.query("DELETE FROM deliveries; DELETE FROM inbox_marks; DELETE FROM inbox_counts; DELETE FROM inbox_hours")));
 
 type Status = "received" | "processing" | "done" | "failed";
