@@ -18,51 +18,26 @@
  * there for up to OVERVIEW_MAX_AGE_MS; the oldest waiting delivery is read live (the first entry of
  * the partial index).
  */
-import { DELIVERY_STATUSES, type DeliveryStatus, type StatusCounts } from "./admin";
 import { isoTime } from "./clock";
 import { markSql } from "./marks";
+import {
+  assembleSnapshot,
+  COUNT_LAG_MS,
+  COUNT_WALK_LIMIT,
+  COUNTED_THROUGH,
+  firstHourMs,
+  freshSnapshot,
+  HOUR_MS,
+  hourKey,
+  HOURS_KEPT,
+  OVERVIEW_MARK,
+  withOldestWaiting,
+  type Overview,
+  type Snapshot,
+} from "./snapshot";
 
-/** The `inbox_marks` row up to which (a `received_at`, exclusive) rows are in `inbox_counts` and `inbox_hours`. */
-export const COUNTED_THROUGH = "counted_through";
-/** The `inbox_marks` row holding the last snapshot (JSON). */
-export const OVERVIEW_MARK = "overview";
-/** A snapshot is served for this long, then put together again by whoever reads it next (or the sweeper). */
-export const OVERVIEW_MAX_AGE_MS = 60_000;
-/** Rows counted per sweep at most: a database upgraded with a million rows catches up over a few sweeps. */
-export const COUNT_WALK_LIMIT = 50_000;
-/**
- * The walk stays this far behind the clock: a row's `received_at` is its receiver's clock, and it
- * lands a little later (group commit), so the newest rows are counted live until they are settled in place.
- */
-export const COUNT_LAG_MS = 120_000;
-/** Hours of `inbox_hours` kept: the chart shows 24. */
-const HOURS_KEPT = 48;
-
-export interface HourCount {
-  /** The start of the hour, ISO (UTC). */
-  readonly hour: string;
-  readonly received: number;
-  /** Deliveries received in that hour that are failed now. */
-  readonly failed: number;
-}
-
-export interface Overview {
-  /** When the snapshot was put together (ISO). */
-  readonly asOf: string;
-  readonly counts: StatusCounts;
-  readonly bySource: Record<string, StatusCounts>;
-  /** Done deliveries that no handler matched. */
-  readonly unhandled: number;
-  /** Age of the oldest received or processing delivery (read live), whole seconds; null when none waits. */
-  readonly oldestWaitingSeconds: number | null;
-  /** Deliveries received in the last 24 hours (the 24 hours of `hourly`), how many of them failed. */
-  readonly last24h: { readonly received: number; readonly failed: number; readonly failureRate: number | null };
-  /** The last 24 hours, oldest first, the current one last. */
-  readonly hourly: readonly HourCount[];
-}
-
-/** The snapshot as stored (without the live oldest waiting). */
-type Snapshot = Omit<Overview, "oldestWaitingSeconds">;
+// The model is shared by both stores (snapshot.ts); named here too for the D1 store's callers and tests.
+export { COUNT_LAG_MS, COUNT_WALK_LIMIT, COUNTED_THROUGH, OVERVIEW_MARK, OVERVIEW_MAX_AGE_MS, type HourCount, type Overview } from "./snapshot";
 
 /** The `counted_through` mark as an SQL expression ('' before the first walk). */
 export const COUNTED_MARK_SQL = markSql(COUNTED_THROUGH);
@@ -106,9 +81,6 @@ export const COUNT_SQL = {
   dropOldHours: "DELETE FROM inbox_hours WHERE hour < ?1",
 } as const;
 
-/** The hour of an ISO time as `inbox_hours` keys it: `YYYY-MM-DDTHH`. */
-const hourKey = (ms: number) => isoTime(ms).slice(0, 13);
-
 /**
  * Moves the `counted_through` mark up to COUNT_WALK_LIMIT rows along the age index (never closer
  * to `nowMs` than COUNT_LAG_MS), adding what it passes to `inbox_counts` and `inbox_hours`, in one
@@ -124,68 +96,28 @@ export async function advanceCounts(db: D1Database, nowMs: number, limit = COUNT
     db.prepare(COUNT_SQL.addCounts).bind(from, to),
     db.prepare(COUNT_SQL.addHours).bind(from, to),
     db.prepare(COUNT_SQL.moveMark).bind(from, to),
-    db.prepare(COUNT_SQL.dropOldHours).bind(hourKey(nowMs - HOURS_KEPT * 3_600_000)),
+    db.prepare(COUNT_SQL.dropOldHours).bind(hourKey(nowMs - HOURS_KEPT * HOUR_MS)),
   ]);
   return to;
 }
 
-function zeroCounts(): StatusCounts {
-  return { received: 0, processing: 0, done: 0, failed: 0 };
-}
-
 /** Puts the snapshot together from the counts and the small indexes (one read transaction), and stores it. */
 export async function refreshOverview(db: D1Database, nowMs: number): Promise<Snapshot> {
-  const firstHourMs = Math.floor(nowMs / 3_600_000) * 3_600_000 - 23 * 3_600_000;
-  const firstHour = hourKey(firstHourMs);
+  const first = firstHourMs(nowMs);
   const results = await db.batch([
     db.prepare(OVERVIEW_SQL.counted),
     db.prepare(OVERVIEW_SQL.tail),
     db.prepare(OVERVIEW_SQL.tailHours),
-    db.prepare(OVERVIEW_SQL.hours).bind(firstHour),
+    db.prepare(OVERVIEW_SQL.hours).bind(hourKey(first)),
     db.prepare(OVERVIEW_SQL.pending),
     db.prepare(OVERVIEW_SQL.failed),
-    db.prepare(OVERVIEW_SQL.failedHours).bind(isoTime(firstHourMs)),
+    db.prepare(OVERVIEW_SQL.failedHours).bind(isoTime(first)),
   ]);
   const rows = <T>(index: number) => results[index]!.results as T[];
-  const totals = new Map<string, number>();
-  let unhandled = 0;
-  for (const { source, total, unhandled: n } of rows<{ source: string; total: number; unhandled: number }>(0)) {
-    totals.set(source, total);
-    unhandled += n;
-  }
-  for (const { source, n } of rows<{ source: string; n: number }>(1)) totals.set(source, (totals.get(source) ?? 0) + n);
-
-  const bySource: Record<string, StatusCounts> = {};
-  const of = (source: string) => (bySource[source] ??= zeroCounts());
-  for (const { source, status, n } of rows<{ source: string; status: DeliveryStatus; n: number }>(4)) of(source)[status] = n;
-  for (const { source, n } of rows<{ source: string; n: number }>(5)) of(source).failed = n;
-  for (const [source, total] of totals) {
-    const counts = of(source);
-    // What is neither waiting nor failed is done. Never below zero, should a count lag a deletion.
-    counts.done = Math.max(0, total - counts.received - counts.processing - counts.failed);
-  }
-  const counts = zeroCounts();
-  for (const each of Object.values(bySource)) for (const status of DELIVERY_STATUSES) counts[status] += each[status];
-
-  const received = new Map<string, number>();
-  for (const { hour, n } of [...rows<{ hour: string; n: number }>(3), ...rows<{ hour: string; n: number }>(2)]) {
-    if (hour >= firstHour) received.set(hour, (received.get(hour) ?? 0) + n);
-  }
-  const failed = new Map(rows<{ hour: string; n: number }>(6).map(({ hour, n }) => [hour, n]));
-  const hourly = Array.from({ length: 24 }, (_, index) => {
-    const key = hourKey(firstHourMs + index * 3_600_000);
-    return { hour: `${key}:00:00.000Z`, received: received.get(key) ?? 0, failed: failed.get(key) ?? 0 };
-  });
-  const received24 = hourly.reduce((sum, hour) => sum + hour.received, 0);
-  const failed24 = hourly.reduce((sum, hour) => sum + hour.failed, 0);
-  const snapshot: Snapshot = {
-    asOf: isoTime(nowMs),
-    counts,
-    bySource,
-    unhandled,
-    last24h: { received: received24, failed: failed24, failureRate: received24 === 0 ? null : failed24 / received24 },
-    hourly,
-  };
+  const snapshot = assembleSnapshot(
+    { counted: rows(0), tail: rows(1), tailHours: rows(2), hours: rows(3), pending: rows(4), failed: rows(5), failedHours: rows(6) },
+    nowMs,
+  );
   await db
     .prepare("INSERT INTO inbox_marks (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = excluded.value")
     .bind(OVERVIEW_MARK, JSON.stringify(snapshot))
@@ -205,8 +137,7 @@ export async function readOverview(db: D1Database, nowMs: number): Promise<Overv
     db.prepare(OLDEST_WAITING_SQL),
   ]);
   const snapshot = freshSnapshot((stored!.results[0] as { value: string } | undefined)?.value, nowMs) ?? (await refreshOverview(db, nowMs));
-  const oldestAt = (oldest!.results[0] as { oldest: string | null } | undefined)?.oldest ?? null;
-  return { ...snapshot, oldestWaitingSeconds: oldestAt === null ? null : Math.max(0, Math.floor((nowMs - Date.parse(oldestAt)) / 1000)) };
+  return withOldestWaiting(snapshot, (oldest!.results[0] as { oldest: string | null } | undefined)?.oldest ?? null, nowMs);
 }
 
 /** The sweeper's part: count what the walk has not, and put a snapshot together when the last is stale. */
@@ -214,17 +145,4 @@ export async function maintainOverview(db: D1Database, nowMs: number): Promise<v
   await advanceCounts(db, nowMs);
   const stored = await db.prepare("SELECT value FROM inbox_marks WHERE name = ?1").bind(OVERVIEW_MARK).first<{ value: string }>();
   if (!freshSnapshot(stored?.value, nowMs)) await refreshOverview(db, nowMs);
-}
-
-/** The stored snapshot while it is younger than OVERVIEW_MAX_AGE_MS at `nowMs`; null when none is, or it is unreadable. */
-function freshSnapshot(value: string | undefined, nowMs: number): Snapshot | null {
-  if (value === undefined) return null;
-  let parsed: Snapshot;
-  try {
-    parsed = JSON.parse(value) as Snapshot;
-  } catch {
-    return null;
-  }
-  if (typeof parsed.asOf !== "string" || !parsed.counts || !parsed.hourly) return null;
-  return nowMs - Date.parse(parsed.asOf) < OVERVIEW_MAX_AGE_MS ? parsed : null;
 }

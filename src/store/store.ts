@@ -19,7 +19,7 @@ import type { DeliveryDetail, DeliveryStats, DeliverySummary } from "./admin";
 import type { RunTiming } from "./attempt-log";
 import type { Claimed } from "./lifecycle";
 import type { ListingPage, ListingQuery } from "./listing";
-import type { Overview } from "./overview";
+import type { Overview } from "./snapshot";
 import type { NewDelivery, RecordOutcome } from "./record";
 import type { FailedFilter, ReplayState } from "./replay";
 import type { RetentionResult, StrandedCutoffs } from "./sweep";

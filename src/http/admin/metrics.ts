@@ -6,7 +6,7 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { DELIVERY_STATUSES } from "../../store/admin";
-import type { Overview } from "../../store/overview";
+import type { Overview } from "../../store/snapshot";
 import { adminRouter, BEARER_SECURITY, errorResponses } from "./router";
 import { openStore } from "../../store";
 

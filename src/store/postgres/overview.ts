@@ -16,18 +16,24 @@
  * - the snapshot's reads are one statement (one snapshot of the database), as D1's batch was one
  *   transaction: the counted totals and the rows past the mark agree even while a walk commits.
  */
-import type { DeliveryStatus, StatusCounts } from "../admin";
-import { DELIVERY_STATUSES } from "../admin";
+import type { DeliveryStatus } from "../admin";
 import { isoTime } from "../clock";
-import { COUNT_LAG_MS, COUNT_WALK_LIMIT, COUNTED_THROUGH, OVERVIEW_MARK, OVERVIEW_MAX_AGE_MS, type Overview } from "../overview";
+import {
+  assembleSnapshot,
+  COUNT_LAG_MS,
+  COUNT_WALK_LIMIT,
+  COUNTED_THROUGH,
+  firstHourMs,
+  freshSnapshot,
+  HOUR_MS,
+  hourKey,
+  HOURS_KEPT,
+  OVERVIEW_MARK,
+  withOldestWaiting,
+  type Overview,
+  type Snapshot,
+} from "../snapshot";
 import { ownTransaction, type Queryable } from "./queryable";
-
-/** Hours of `inbox_hours` kept: the chart shows 24. */
-const HOURS_KEPT = 48;
-const HOUR_MS = 3_600_000;
-
-/** The snapshot as stored (without the live oldest waiting). */
-type Snapshot = Omit<Overview, "oldestWaitingSeconds">;
 
 /** The `counted_through` mark as an SQL expression ('' before the first walk). */
 const MARK = `(SELECT coalesce((SELECT value FROM inbox_marks WHERE name = '${COUNTED_THROUGH}'), ''))`;
@@ -73,9 +79,6 @@ export const COUNT_SQL = {
     dropped AS (DELETE FROM inbox_hours WHERE hour < $3)
     UPDATE inbox_marks SET value = $2 WHERE name = '${COUNTED_THROUGH}'`,
 } as const;
-
-/** The hour of an ISO time as `inbox_hours` keys it: `YYYY-MM-DDTHH`. */
-const hourKey = (ms: number) => isoTime(ms).slice(0, 13);
 
 /**
  * Locks the `counted_through` mark's row until the end of the caller's transaction and returns its
@@ -127,10 +130,6 @@ export async function advanceCounts(q: Queryable, nowMs: number, limit = COUNT_W
   });
 }
 
-function zeroCounts(): StatusCounts {
-  return { received: 0, processing: 0, done: 0, failed: 0 };
-}
-
 type Part = keyof typeof OVERVIEW_PARTS;
 
 /**
@@ -140,52 +139,27 @@ type Part = keyof typeof OVERVIEW_PARTS;
  * const { counts } = await refreshOverview(client, Date.now());
  */
 export async function refreshOverview(q: Queryable, nowMs: number): Promise<Snapshot> {
-  const firstHourMs = Math.floor(nowMs / HOUR_MS) * HOUR_MS - 23 * HOUR_MS;
-  const firstHour = hourKey(firstHourMs);
+  const first = firstHourMs(nowMs);
   const { rows } = await q.query<{ part: Part; key: string; status: DeliveryStatus | null; n: string; unhandled: string | null }>(OVERVIEW_SQL, [
-    firstHour,
-    isoTime(firstHourMs),
+    hourKey(first),
+    isoTime(first),
   ]);
   // bigint counts come as strings.
-  const parts = (part: Part) => rows.filter((row) => row.part === part).map((row) => ({ key: row.key, status: row.status, n: Number(row.n), unhandled: Number(row.unhandled ?? 0) }));
-
-  const totals = new Map<string, number>();
-  let unhandled = 0;
-  for (const { key, n, unhandled: count } of parts("counted")) {
-    totals.set(key, n);
-    unhandled += count;
-  }
-  for (const { key, n } of parts("tail")) totals.set(key, (totals.get(key) ?? 0) + n);
-
-  const bySource: Record<string, StatusCounts> = {};
-  const of = (source: string) => (bySource[source] ??= zeroCounts());
-  for (const { key, status, n } of parts("pending")) of(key)[status!] = n;
-  for (const { key, n } of parts("failed")) of(key).failed = n;
-  for (const [source, total] of totals) {
-    const counts = of(source);
-    // What is neither waiting nor failed is done. Never below zero, should a count lag a deletion.
-    counts.done = Math.max(0, total - counts.received - counts.processing - counts.failed);
-  }
-  const counts = zeroCounts();
-  for (const each of Object.values(bySource)) for (const status of DELIVERY_STATUSES) counts[status] += each[status];
-
-  const received = new Map<string, number>();
-  for (const { key, n } of [...parts("hours"), ...parts("tailHours")]) if (key >= firstHour) received.set(key, (received.get(key) ?? 0) + n);
-  const failed = new Map(parts("failedHours").map(({ key, n }) => [key, n]));
-  const hourly = Array.from({ length: 24 }, (_, index) => {
-    const key = hourKey(firstHourMs + index * HOUR_MS);
-    return { hour: `${key}:00:00.000Z`, received: received.get(key) ?? 0, failed: failed.get(key) ?? 0 };
-  });
-  const received24 = hourly.reduce((sum, hour) => sum + hour.received, 0);
-  const failed24 = hourly.reduce((sum, hour) => sum + hour.failed, 0);
-  const snapshot: Snapshot = {
-    asOf: isoTime(nowMs),
-    counts,
-    bySource,
-    unhandled,
-    last24h: { received: received24, failed: failed24, failureRate: received24 === 0 ? null : failed24 / received24 },
-    hourly,
-  };
+  const part = (name: Part) => rows.filter((row) => row.part === name);
+  const bySource = (name: Part) => part(name).map((row) => ({ source: row.key, n: Number(row.n) }));
+  const byHour = (name: Part) => part(name).map((row) => ({ hour: row.key, n: Number(row.n) }));
+  const snapshot = assembleSnapshot(
+    {
+      counted: part("counted").map((row) => ({ source: row.key, total: Number(row.n), unhandled: Number(row.unhandled ?? 0) })),
+      tail: bySource("tail"),
+      hours: byHour("hours"),
+      tailHours: byHour("tailHours"),
+      pending: part("pending").map((row) => ({ source: row.key, status: row.status!, n: Number(row.n) })),
+      failed: bySource("failed"),
+      failedHours: byHour("failedHours"),
+    },
+    nowMs,
+  );
   await q.query("INSERT INTO inbox_marks (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value", [OVERVIEW_MARK, JSON.stringify(snapshot)]);
   return snapshot;
 }
@@ -203,7 +177,7 @@ export async function readOverview(q: Queryable, nowMs: number): Promise<Overvie
   );
   const { snapshot: stored = null, oldest = null } = rows[0] ?? {};
   const snapshot = freshSnapshot(stored, nowMs) ?? (await refreshOverview(q, nowMs));
-  return { ...snapshot, oldestWaitingSeconds: oldest === null ? null : Math.max(0, Math.floor((nowMs - Date.parse(oldest)) / 1000)) };
+  return withOldestWaiting(snapshot, oldest, nowMs);
 }
 
 /**
@@ -216,17 +190,4 @@ export async function maintainOverview(q: Queryable, nowMs: number): Promise<voi
   await advanceCounts(q, nowMs);
   const { rows } = await q.query<{ value: string }>("SELECT value FROM inbox_marks WHERE name = $1", [OVERVIEW_MARK]);
   if (!freshSnapshot(rows[0]?.value ?? null, nowMs)) await refreshOverview(q, nowMs);
-}
-
-/** The stored snapshot while it is younger than OVERVIEW_MAX_AGE_MS at `nowMs`; null when none is, or it is unreadable. */
-function freshSnapshot(value: string | null, nowMs: number): Snapshot | null {
-  if (value === null) return null;
-  let parsed: Snapshot;
-  try {
-    parsed = JSON.parse(value) as Snapshot;
-  } catch {
-    return null;
-  }
-  if (typeof parsed.asOf !== "string" || !parsed.counts || !parsed.hourly) return null;
-  return nowMs - Date.parse(parsed.asOf) < OVERVIEW_MAX_AGE_MS ? parsed : null;
 }

@@ -17,7 +17,7 @@
  * could be this one.
  */
 import { isoTime } from "../clock";
-import { COUNTED_THROUGH } from "../overview";
+import { COUNTED_THROUGH } from "../snapshot";
 import type { NewDelivery, RecordOutcome } from "../record";
 import type { WaitUntil } from "../store";
 import { pgText, withClient, type Queryable } from "./client";

@@ -3,7 +3,7 @@
  * script, no library). The chart is an image with a name and a summary; the table beside it
  * (OverviewPage) holds every value as text.
  */
-import type { HourCount } from "../../../store/overview";
+import type { HourCount } from "../../../store/snapshot";
 
 const WIDTH = 720;
 const HEIGHT = 200;

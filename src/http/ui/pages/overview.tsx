@@ -1,6 +1,6 @@
 /** `GET /ui`: what is waiting, what failed, per source, and the last 24 hours. Every number is a link to its list. */
 import { DELIVERY_STATUSES, type DeliveryStatus, type StatusCounts } from "../../../store/admin";
-import type { Overview } from "../../../store/overview";
+import type { Overview } from "../../../store/snapshot";
 import { RelativeTime, StatusBadge } from "../components";
 import { durationText, percentText, utcText } from "../format";
 import { listHref, type ListFilter } from "../links";
