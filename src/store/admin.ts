@@ -14,6 +14,10 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 export type StatusCounts = Record<DeliveryStatus, number>;
 
+export function zeroCounts(): StatusCounts {
+  return { received: 0, processing: 0, done: 0, failed: 0 };
+}
+
 export interface DeliveryStats {
   readonly counts: StatusCounts;
   /** Done deliveries no handler matched (a typo in the registry shows up here). */
@@ -53,17 +57,15 @@ export interface DeliveryRow {
   status: DeliveryStatus;
   attempts: number;
   error: string | null;
-  handled: number | null;
+  /** 1/0 in D1, a boolean in Postgres. */
+  handled: number | boolean | null;
   received_at: string;
   updated_at: string;
 }
 
 export const SUMMARY_COLUMNS = "source, id, event_type, status, attempts, error, handled, received_at, updated_at";
 
-function zeroCounts(): StatusCounts {
-  return { received: 0, processing: 0, done: 0, failed: 0 };
-}
-
+/** One delivery as listed, from a row of SUMMARY_COLUMNS (either store's). */
 export function toSummary(row: DeliveryRow): DeliverySummary {
   return {
     source: row.source,
@@ -72,7 +74,7 @@ export function toSummary(row: DeliveryRow): DeliverySummary {
     status: row.status,
     attempts: row.attempts,
     error: row.error,
-    handled: row.handled === null ? null : row.handled === 1,
+    handled: row.handled === null ? null : row.handled === true || row.handled === 1,
     receivedAt: row.received_at,
     updatedAt: row.updated_at,
   };

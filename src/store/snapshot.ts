@@ -4,7 +4,7 @@
  * the rows past its mark, the partial indexes of the unfinished and the failed) in its own SQL, and
  * this turns them into the numbers the dashboard and `/admin/metrics` show.
  */
-import { DELIVERY_STATUSES, type DeliveryStatus, type StatusCounts } from "./admin";
+import { DELIVERY_STATUSES, zeroCounts, type DeliveryStatus, type StatusCounts } from "./admin";
 import { isoTime } from "./clock";
 
 /** The `inbox_marks` row up to which (a `received_at`, exclusive) rows are in `inbox_counts` and `inbox_hours`. */
@@ -69,10 +69,6 @@ export interface SnapshotParts {
   readonly pending: readonly { readonly source: string; readonly status: DeliveryStatus; readonly n: number }[];
   readonly failed: readonly { readonly source: string; readonly n: number }[];
   readonly failedHours: readonly { readonly hour: string; readonly n: number }[];
-}
-
-export function zeroCounts(): StatusCounts {
-  return { received: 0, processing: 0, done: 0, failed: 0 };
 }
 
 /** The snapshot at `nowMs` from its parts. */

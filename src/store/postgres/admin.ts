@@ -9,45 +9,13 @@
  * (D1 needs hex chunks, store/columns.ts).
  */
 import type { DeliveryRef } from "../../delivery-ref";
-import type { DeliveryDetail, DeliveryStats, DeliveryStatus, DeliverySummary, StatusCounts } from "../admin";
+import { SUMMARY_COLUMNS, toSummary, zeroCounts, type DeliveryDetail, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "../admin";
 import { attemptLogFromColumn } from "../attempt-log";
 import { headersFromColumn } from "../headers";
 import { toBytes } from "./client";
 import type { Queryable } from "./queryable";
 
 /** A summary row as Postgres returns it. */
-export interface SummaryRow {
-  source: string;
-  id: string;
-  event_type: string | null;
-  status: DeliveryStatus;
-  attempts: number;
-  error: string | null;
-  handled: boolean | null;
-  received_at: string;
-  updated_at: string;
-}
-
-export const SUMMARY_COLUMNS = "source, id, event_type, status, attempts, error, handled, received_at, updated_at";
-
-/** One delivery as listed (store/admin.ts `DeliverySummary`), from a row of SUMMARY_COLUMNS. */
-export function summaryOf(row: SummaryRow): DeliverySummary {
-  return {
-    source: row.source,
-    id: row.id,
-    eventType: row.event_type,
-    status: row.status,
-    attempts: row.attempts,
-    error: row.error,
-    handled: row.handled,
-    receivedAt: row.received_at,
-    updatedAt: row.updated_at,
-  };
-}
-
-function zeroCounts(): StatusCounts {
-  return { received: 0, processing: 0, done: 0, failed: 0 };
-}
 
 /**
  * Counts by status and source, and the age of the oldest waiting delivery: a full count of the
@@ -84,14 +52,14 @@ export async function deliveryStats(q: Queryable, nowMs: number): Promise<Delive
  * const detail = await getDelivery(client, { source: "stripe", id: "evt_1" });
  */
 export async function getDelivery(q: Queryable, ref: DeliveryRef): Promise<DeliveryDetail | null> {
-  const { rows } = await q.query<SummaryRow & { headers: string | null; attempt_log: string | null; body: Uint8Array | null }>(
+  const { rows } = await q.query<DeliveryRow & { headers: string | null; attempt_log: string | null; body: Uint8Array | null }>(
     `SELECT ${SUMMARY_COLUMNS}, headers::text AS headers, attempt_log::text AS attempt_log, body FROM deliveries WHERE source = $1 AND id = $2`,
     [ref.source, ref.id],
   );
   const row = rows[0];
   if (!row) return null;
   return {
-    ...summaryOf(row),
+    ...toSummary(row),
     body: row.body === null ? null : toBytes(row.body),
     headers: headersFromColumn(row.headers),
     attemptLog: attemptLogFromColumn(row.attempt_log),

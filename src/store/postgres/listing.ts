@@ -10,7 +10,7 @@
  */
 import type { DeliveryStatus, DeliverySummary } from "../admin";
 import { LISTING_WINDOW, type DeliveryFilter, type ListingPage, type ListingQuery } from "../listing";
-import { SUMMARY_COLUMNS, summaryOf, type SummaryRow } from "./admin";
+import { SUMMARY_COLUMNS, toSummary, type DeliveryRow } from "../admin";
 import type { Queryable } from "./queryable";
 
 /**
@@ -105,7 +105,7 @@ export function listingStatement(query: ListingQuery): { readonly sql: string; r
   };
 }
 
-type PageRow = SummaryRow & { edge_received_at?: string | null; edge_source?: string | null; edge_id?: string | null };
+type PageRow = DeliveryRow & { edge_received_at?: string | null; edge_source?: string | null; edge_id?: string | null };
 
 /**
  * One page of deliveries, newest first, ordered by (received_at, source, id) descending: a total
@@ -121,7 +121,7 @@ export async function listDeliveries(q: Queryable, query: ListingQuery): Promise
   const { rows } = await q.query<PageRow>(statement.sql, statement.params);
   // source is NOT NULL: a row without one is the empty page's row, carrying only the edge.
   const results = rows.filter((row) => row.source !== null);
-  const page = results.slice(0, query.limit).map(summaryOf);
+  const page = results.slice(0, query.limit).map(toSummary);
   const last = page.at(-1);
   if (results.length > query.limit && last) return { deliveries: page, nextKey: { receivedAt: last.receivedAt, source: last.source, id: last.id }, searchedThrough: null };
   // The three edge columns are NULL together: the window was not full.
@@ -141,10 +141,10 @@ export async function listDeliveries(q: Queryable, query: ListingQuery): Promise
  */
 export async function findDeliveryById(q: Queryable, sources: readonly string[], id: string): Promise<DeliverySummary[]> {
   if (sources.length === 0) return [];
-  const { rows } = await q.query<SummaryRow>(
+  const { rows } = await q.query<DeliveryRow>(
     `SELECT ${SUMMARY_COLUMNS} FROM deliveries WHERE source = ANY ($1::text[]) AND id = $2
       ORDER BY received_at DESC, array_position($1::text[], source)`,
     [sources, id],
   );
-  return rows.map(summaryOf);
+  return rows.map(toSummary);
 }
