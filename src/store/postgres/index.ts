@@ -10,7 +10,7 @@
  */
 import type { Store } from "../store";
 import { deliveryStats, getDelivery } from "./admin";
-import { withClient, type Queryable } from "./client";
+import { isStatementError, withClient, type Queryable } from "./client";
 import { claim, commitDone, entityVersion, markDeferred, markFailed, markRetrying } from "./lifecycle";
 import { findDeliveryById, listDeliveries } from "./listing";
 import { maintainOverview, readOverview } from "./overview";
@@ -30,7 +30,10 @@ export function postgresStore(hyperdrive: Hyperdrive): Store {
   return {
     record: (delivery, ctx) => recordDelivery(hyperdrive, ctx, delivery),
 
-    claim: (ref, token, takeover, nowMs) => run((db) => claim(db, ref, token, takeover, nowMs)),
+    // Tried twice, as D1's batcher tries a claim (store/batcher.ts): a takeover's mark whose answer
+    // was lost has landed, and only its second run tells the consumer what it did (a delivery set
+    // aside as failed is then dead-lettered, not found settled by the queue's retry).
+    claim: (ref, token, takeover, nowMs) => twice(() => run((db) => claim(db, ref, token, takeover, nowMs))),
     commitDone: (ref, token, done, nowMs) => commitDone(hyperdrive, ref, token, done, nowMs),
     markRetrying: (ref, token, error, nowMs, timing) => run((db) => markRetrying(db, ref, token, error, nowMs, timing)),
     markDeferred: (ref, token, nowMs, timing, why) => run((db) => markDeferred(db, ref, token, nowMs, timing, why)),
@@ -51,4 +54,18 @@ export function postgresStore(hyperdrive: Hyperdrive): Store {
     resetFailedForReplay: (filter, limit, nowMs) => run((db) => resetFailedForReplay(db, filter, limit, nowMs)),
     countFailed: (filter) => run((db) => countFailed(db, filter)),
   };
+}
+
+/**
+ * Runs `operation`, and once more when it fails with an infrastructure error (a lost connection, a
+ * passing fault): for a statement that may run twice, whose first run may have landed although its
+ * answer was lost. A statement error is the statement's own, and is thrown at once.
+ */
+async function twice<T>(operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (error) {
+    if (isStatementError(error)) throw error;
+    return operation();
+  }
 }
