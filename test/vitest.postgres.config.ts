@@ -13,6 +13,7 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+import { BOTH_STORES } from "./store-suites.ts";
 import { workersPoolOptions } from "./vitest.config.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -28,10 +29,16 @@ export default defineConfig(async () => {
       }),
     ],
     test: {
-      include: ["test/postgres/**/*.test.ts"],
+      // Postgres's own tests, and the files that run on both stores (test/store-suites.ts).
+      include: ["test/postgres/**/*.test.ts", ...BOTH_STORES],
       // The postgres environment keeps the D1 binding (wrangler.toml says why); migrated as in npm test.
-      setupFiles: ["./test/setup/apply-migrations.ts"],
+      // Then each file of BOTH_STORES gets a Postgres schema of its own (postgres-schema.ts).
+      setupFiles: ["./test/setup/apply-migrations.ts", "./test/setup/postgres-schema.ts"],
       globalSetup: ["./test/setup/postgres.mjs", "./test/setup/forward-backend.mjs"],
+      // A limit for the runner, not a time any test asserts: every store operation opens a connection
+      // of its own (src/store/postgres/client.ts), about 30 ms here with its SCRAM handshake, where a
+      // D1 call takes a millisecond; the tests written for D1's pace take several times as long.
+      testTimeout: 30_000,
     },
   };
 });

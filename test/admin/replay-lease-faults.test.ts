@@ -1,5 +1,5 @@
 /**
- * A replay whose lease reset fails. The replayer resets the D1 row, then the lease object, then
+ * A replay whose lease reset fails. The replayer resets the stored row, then the lease object, then
  * enqueues; a failed reset is only logged, so the lease object keeps whatever the delivery's
  * previous life left in it. Whatever that is, it must not undo the replay: the replayed delivery
  * ends done, its effect once.
@@ -11,9 +11,10 @@ import { PermanentError } from "../../src/processing/errors";
 import { defineHandlers } from "../../src/processing/handlers";
 import { sweep } from "../../src/processing/sweeper";
 import type { DeliveryRef } from "../../src/processing/messages";
-import { deliveryRow } from "../helpers/db";
+import { sql } from "../../src/sql";
 import { faultyNamespace, faultyQueue, rebindObject } from "../helpers/faults";
-import { consume, countRows, createEffectTables, expireLease, leaseFor, storeDelivery } from "../helpers/processing";
+import { consume, createEffectTables, expireLease, leaseFor, storeDelivery } from "../helpers/processing";
+import { count, deliveryRow, exec } from "../helpers/store-db";
 import { adminWithEnv } from "./client";
 
 /** Every lease call goes to the real object, except `reset`, which throws. */
@@ -24,7 +25,7 @@ function leasesThatCannotReset() {
 /** One committed row per successful run: a second run that committed would show as a second row. */
 const recordingEffect = defineHandlers({
   "replay-faults": {
-    "*": (_event, ctx) => [ctx.env.DB.prepare("INSERT INTO unkeyed_effects (delivery_id, note) VALUES (?1, 'ran')").bind(ctx.deliveryId)],
+    "*": (_event, ctx) => [ctx.sql`INSERT INTO unkeyed_effects (delivery_id, note) VALUES (${ctx.deliveryId}, 'ran')`],
   },
 });
 
@@ -58,16 +59,14 @@ describe("a replay whose lease reset fails", () => {
       expect((await lease.claim(ref)).kind).toBe("granted");
       expect(await expireLease(lease)).toBe(true);
     }
-    await env.DB.prepare("UPDATE deliveries SET status = 'failed', error = 'dead-lettered by the queue' WHERE source = ?1 AND id = ?2")
-      .bind(ref.source, ref.id)
-      .run();
+    await exec(sql`UPDATE deliveries SET status = 'failed', error = 'dead-lettered by the queue' WHERE source = ${ref.source} AND id = ${ref.id}`);
 
     const leases = leasesThatCannotReset();
     await replayWith(leases, ref);
 
     expect(reasons(await consume([ref], recordingEffect, { DELIVERY_LEASE: leases.namespace }))).toEqual(["done"]);
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1, error: null, handled: 1 });
-    expect(await countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ${ref.id}`)).toBe(1);
   });
 
   it("waits for a lease of the previous life that is still held, then runs from attempt 1 once its alarm requeues it", async () => {
@@ -78,9 +77,7 @@ describe("a replay whose lease reset fails", () => {
     const alarms = faultyQueue(null);
     await rebindObject(lease, { DELIVERIES: alarms.queue });
     expect((await lease.claim(ref)).kind).toBe("granted");
-    await env.DB.prepare("UPDATE deliveries SET status = 'failed', error = 'dead-lettered by the queue' WHERE source = ?1 AND id = ?2")
-      .bind(ref.source, ref.id)
-      .run();
+    await exec(sql`UPDATE deliveries SET status = 'failed', error = 'dead-lettered by the queue' WHERE source = ${ref.source} AND id = ${ref.id}`);
     const leases = leasesThatCannotReset();
     await replayWith(leases, ref);
 
@@ -89,7 +86,7 @@ describe("a replay whose lease reset fails", () => {
     expect(alarms.sent).toEqual([ref]);
     expect(reasons(await consume([ref], recordingEffect, { DELIVERY_LEASE: leases.namespace }))).toEqual(["done"]);
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1, error: null, handled: 1 });
-    expect(await countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ${ref.id}`)).toBe(1);
   });
 
   it("is only delayed, not undone, by the settled hint of a failure just before: the sweeper's requeue gets it done", async () => {
@@ -113,6 +110,6 @@ describe("a replay whose lease reset fails", () => {
     expect(swept.sent).toContainEqual(ref);
     expect(reasons(await consume([ref], recordingEffect, { DELIVERY_LEASE: leases.namespace }))).toEqual(["done"]);
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1, error: null, handled: 1 });
-    expect(await countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ${ref.id}`)).toBe(1);
   });
 });

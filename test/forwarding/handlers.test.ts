@@ -3,9 +3,10 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { forward, MISCONFIGURED_WAIT_SECONDS } from "../../src/forwarding/forward";
 import { PermanentError } from "../../src/processing/errors";
 import { defineHandlers, type Handler } from "../../src/processing/handlers";
-import { deliveryRow } from "../helpers/db";
+import { sql } from "../../src/sql";
 import { backendCalls, FORWARD_SECRET, forwardingTo, planBackend } from "../helpers/forward-backend";
-import { consume, countRows, createEffectTables, storeDelivery } from "../helpers/processing";
+import { consume, createEffectTables, storeDelivery } from "../helpers/processing";
+import { count, deliveryRow } from "../helpers/store-db";
 
 beforeAll(createEffectTables);
 
@@ -17,17 +18,17 @@ describe("a source with a code handler and a forward URL", () => {
     let runs = 0;
     const record: Handler = (_event, ctx) => {
       runs++;
-      return [ctx.env.DB.prepare("INSERT INTO keyed_effects (delivery_id, note) VALUES (?, 'both')").bind(ctx.deliveryId)];
+      return [ctx.sql`INSERT INTO keyed_effects (delivery_id, note) VALUES (${ctx.deliveryId}, 'both')`];
     };
     const handlers = defineHandlers({ standard: { "*": record } });
     const first = await consume([ref], handlers, forwardingTo("standard", url));
     expect(first.outcomes[0]!.reason).toBe("handler_error");
     expect(runs).toBe(1);
-    expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ?", ref.id)).toBe(0);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ${ref.id}`)).toBe(0);
     const second = await consume([ref], handlers, forwardingTo("standard", url));
     expect(second.outcomes[0]!.reason).toBe("done");
     expect(runs).toBe(2);
-    expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ${ref.id}`)).toBe(1);
     expect((await backendCalls("/both")).calls).toHaveLength(2);
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 2, handled: 1 });
   });

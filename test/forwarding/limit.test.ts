@@ -7,9 +7,9 @@ import { forwardDelivery } from "../../src/forwarding/forward";
 import { limiterFor } from "../../src/forwarding/limiter";
 import { defineHandlers } from "../../src/processing/handlers";
 import type { DeliveryRef } from "../../src/processing/messages";
-import { deliveryRow } from "../helpers/db";
 import { backendCalls, FORWARD_SECRET, forwardingTo, planBackend } from "../helpers/forward-backend";
 import { consume, storeDelivery } from "../helpers/processing";
+import { deliveryRow } from "../helpers/store-db";
 
 const NO_HANDLERS = defineHandlers({});
 

@@ -1,13 +1,13 @@
-// What a destination's answer does to the delivery, through the real consumer, lease objects, D1
+// What a destination's answer does to the delivery, through the real consumer, lease objects, store
 // and a real HTTP backend (test/setup/forward-backend.mjs).
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { limiterFor } from "../../src/forwarding/limiter";
 import { MAX_RETRY_AFTER_SECONDS } from "../../src/processing/attempt";
 import { defineHandlers } from "../../src/processing/handlers";
-import { deliveryRow } from "../helpers/db";
 import { backendCalls, forwardingTo, planBackend, type BackendStep } from "../helpers/forward-backend";
 import { consume, recordingQueue, storeDelivery } from "../helpers/processing";
+import { deliveryRow } from "../helpers/store-db";
 
 const NO_HANDLERS = defineHandlers({});
 

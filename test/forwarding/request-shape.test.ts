@@ -7,12 +7,12 @@ import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { idempotencyKey } from "../../src/processing/attempt";
 import { defineHandlers } from "../../src/processing/handlers";
-import { claimedDelivery, markTakeover } from "../../src/store/lifecycle";
-import { deliveryRow } from "../helpers/db";
-import { faultyD1 } from "../helpers/faults";
+import { openStore } from "../../src/store";
 import { backendCalls, bytesOf, FORWARD_SECRET, forwardingTo, planBackend } from "../helpers/forward-backend";
 import { consume } from "../helpers/processing";
 import { BASE_URL, standardHeaders } from "../helpers/signers";
+import { deliveryRow } from "../helpers/store-db";
+import { faultyStore } from "../helpers/store-faults";
 
 const NO_HANDLERS = defineHandlers({});
 
@@ -96,15 +96,15 @@ describe("the forwarded request", () => {
     for (const call of calls) expect(new Webhook(FORWARD_SECRET).verify(body, call.headers)).toBeTruthy();
   });
 
-  it("takes its content type from the claim: D1 failing every statement but the claim and the commit uses up no attempt", async () => {
+  it("takes its content type from the claim: the database failing every statement but the claim and the commit uses up no attempt", async () => {
     const url = await planBackend("/claim-only", { status: 200 });
     const forwardEnv = { ...env, ...forwardingTo("standard", url) } as Env;
     const ref = await receive("msg_claim_only", "a=1&b=2", { "content-type": "application/x-www-form-urlencoded; charset=utf-8" }, forwardEnv);
-    // The claim (readClaim, markTakeover) and the done mark; any other statement fails like a D1 outage.
+    // The claim (readClaim, markTakeover) and the done mark; any other statement fails like a database outage.
     const claimAndCommit = /SELECT status, attempts|SET status = CASE|SET status = 'done'/;
-    const d1 = faultyD1(env.DB, (call) => (call.sql.every((sql) => claimAndCommit.test(sql)) ? undefined : "throw"));
-    const { outcomes } = await consume([ref], NO_HANDLERS, { ...forwardEnv, DB: d1.db });
-    expect(d1.faulted).toEqual([]);
+    const store = faultyStore((call) => (call.sql.every((text) => claimAndCommit.test(text)) ? undefined : "throw"));
+    const { outcomes } = await consume([ref], NO_HANDLERS, { ...forwardEnv, ...store.bindings });
+    expect(store.faulted).toEqual([]);
     expect(outcomes[0]).toEqual({ action: "ack", reason: "done" });
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 });
     expect((await backendCalls("/claim-only")).calls[0]!.headers["content-type"]).toBe("application/x-www-form-urlencoded; charset=utf-8");
@@ -112,7 +112,7 @@ describe("the forwarded request", () => {
 
   it("takes its content type from a takeover's claim too", async () => {
     const ref = await receive("msg_takeover_type", '{"type":"invoice.paid"}', { "content-type": "application/json; charset=utf-8" }, env);
-    const [result] = await env.DB.batch([markTakeover(env.DB, ref, 7, 0, 5, Date.now())]);
-    expect(claimedDelivery(result!)).toMatchObject({ kind: "run", delivery: { contentType: "application/json; charset=utf-8" } });
+    const claimed = await openStore(env).claim(ref, 7, { previousToken: 0, maxAttempts: 5 }, Date.now());
+    expect(claimed).toMatchObject({ kind: "run", delivery: { contentType: "application/json; charset=utf-8" } });
   });
 });

@@ -1,8 +1,8 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { HANDLERS } from "../../src/handlers";
-import { deliveryRow } from "../helpers/db";
-import { consume, countRows, storeDelivery } from "../helpers/processing";
+import { sql } from "../../src/sql";
+import { consume, storeDelivery } from "../helpers/processing";
+import { count, deliveryRow, firstRow } from "../helpers/store-db";
 
 function paymentIntent(id: string, object: Record<string, unknown>) {
   return { id, type: "payment_intent.succeeded", data: { object: { id: `pi_${id}`, ...object } } };
@@ -14,7 +14,7 @@ describe("the example payment handler", () => {
     await storeDelivery(ref, paymentIntent("evt_pay_1", { amount: 2500, currency: "eur", customer: "cus_1" }), "payment_intent.succeeded");
     const { outcomes } = await consume([ref], HANDLERS);
     expect(outcomes[0]!.reason).toBe("done");
-    const payment = await env.DB.prepare("SELECT delivery_id, customer, amount, currency FROM payments WHERE delivery_id = ?").bind(ref.id).first();
+    const payment = await firstRow(sql`SELECT delivery_id, customer, amount, currency FROM payments WHERE delivery_id = ${ref.id}`);
     expect(payment).toEqual({ delivery_id: "evt_pay_1", customer: "cus_1", amount: 2500, currency: "eur" });
   });
 
@@ -26,7 +26,7 @@ describe("the example payment handler", () => {
     const row = await deliveryRow(ref.source, ref.id);
     expect(row).toMatchObject({ status: "failed", attempts: 1 });
     expect(row!.error).toContain("data.object.amount");
-    expect(await countRows("SELECT COUNT(*) AS n FROM payments WHERE delivery_id = ?", ref.id)).toBe(0);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM payments WHERE delivery_id = ${ref.id}`)).toBe(0);
   });
 
   it("leaves other Stripe events done and unhandled", async () => {

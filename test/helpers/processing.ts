@@ -1,4 +1,4 @@
-/** Drives the real consumer, lease objects and D1 inside the Workers runtime. */
+/** Drives the real consumer, lease objects and store (D1 or Postgres) inside the Workers runtime. */
 import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { vi } from "vitest";
@@ -6,14 +6,15 @@ import { consumeDeliveries, leaseFor } from "../../src/processing/consumer";
 import type { HandlerRegistry } from "../../src/processing/handlers";
 import type { DeliveryLease } from "../../src/processing/lease";
 import type { DeliveryRef } from "../../src/processing/messages";
-import { insertDelivery } from "../../src/store/record";
+import { sql } from "../../src/sql";
+import { exec, recordDelivery } from "./store-db";
 
 let messageCounter = 0;
 
-/** Stores a delivery as the receiver would (without the queue). */
+/** Stores a delivery as the receiver would (through the store, without the queue). */
 export async function storeDelivery(ref: DeliveryRef, event: unknown = {}, eventType: string | null = "test.event"): Promise<void> {
   const body = new TextEncoder().encode(typeof event === "string" ? event : JSON.stringify(event));
-  await insertDelivery(env.DB, { ...ref, eventType, body, receivedAtMs: Date.now() }).run();
+  await recordDelivery({ ...ref, eventType, body, receivedAtMs: Date.now() });
 }
 
 /**
@@ -65,17 +66,12 @@ export function gate<T = void>() {
   return { promise, open };
 }
 
-/** Creates the test-only effect tables: one keyed by delivery id, one not. */
+/** Creates the test-only effect tables, in whichever store runs: one keyed by delivery id, one not. */
 export async function createEffectTables(): Promise<void> {
-  await env.DB.batch([
-    env.DB.prepare("CREATE TABLE IF NOT EXISTS keyed_effects (delivery_id TEXT PRIMARY KEY, note TEXT)"),
-    env.DB.prepare("CREATE TABLE IF NOT EXISTS unkeyed_effects (delivery_id TEXT NOT NULL, note TEXT)"),
-  ]);
-}
-
-export async function countRows(sql: string, ...params: unknown[]): Promise<number> {
-  const row = await env.DB.prepare(sql).bind(...params).first<{ n: number }>();
-  return row?.n ?? 0;
+  await exec(
+    sql`CREATE TABLE IF NOT EXISTS keyed_effects (delivery_id TEXT PRIMARY KEY, note TEXT)`,
+    sql`CREATE TABLE IF NOT EXISTS unkeyed_effects (delivery_id TEXT NOT NULL, note TEXT)`,
+  );
 }
 
 /**

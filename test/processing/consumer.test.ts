@@ -3,16 +3,18 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { PermanentError } from "../../src/processing/errors";
 import { defineHandlers, type Handler } from "../../src/processing/handlers";
-import { deliveryRow } from "../helpers/db";
-import { faultyD1, faultyQueue, rebindObject } from "../helpers/faults";
-import { consume, countRows, createEffectTables, expireLease, gate, leaseFor, recordingQueue, storeDelivery } from "../helpers/processing";
+import { sql } from "../../src/sql";
+import { faultyQueue, rebindObject } from "../helpers/faults";
+import { consume, createEffectTables, expireLease, gate, leaseFor, recordingQueue, storeDelivery } from "../helpers/processing";
+import { count, deliveryRow, exec, UNIQUE_VIOLATION } from "../helpers/store-db";
+import { unreachableStore } from "../helpers/store-faults";
 
 beforeAll(createEffectTables);
 
 /** A handler whose every run leaves an unkeyed row (counting runs) and whose effect is keyed. */
 const countingHandler: Handler = (_event, ctx) => {
-  ctx.effect(ctx.env.DB.prepare("INSERT INTO keyed_effects (delivery_id, note) VALUES (?, 'ok')").bind(ctx.deliveryId));
-  return [ctx.env.DB.prepare("INSERT INTO unkeyed_effects (delivery_id, note) VALUES (?, 'run')").bind(ctx.deliveryId)];
+  ctx.effect(ctx.sql`INSERT INTO keyed_effects (delivery_id, note) VALUES (${ctx.deliveryId}, 'ok')`);
+  return [ctx.sql`INSERT INTO unkeyed_effects (delivery_id, note) VALUES (${ctx.deliveryId}, 'run')`];
 };
 
 describe("the consumer", () => {
@@ -24,7 +26,7 @@ describe("the consumer", () => {
     expect(result.explicitAcks).toHaveLength(1);
     const row = await deliveryRow(ref.source, ref.id);
     expect(row).toMatchObject({ status: "done", attempts: 1, handled: 1, error: null });
-    expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ${ref.id}`)).toBe(1);
     // Settled: no storage, no alarm left behind.
     expect(await runDurableObjectAlarm(leaseFor(env, ref))).toBe(false);
   });
@@ -37,7 +39,7 @@ describe("the consumer", () => {
     const reasons = runs.flatMap((run) => run.outcomes.map((outcome) => outcome.reason));
     expect(reasons.filter((reason) => reason === "done")).toHaveLength(1);
     expect(runs.every((run) => run.result.explicitAcks.length === 1)).toBe(true);
-    expect(await countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ${ref.id}`)).toBe(1);
   });
 
   it("handles each of 60 deliveries exactly once with 4 concurrent consumers given all of them", async () => {
@@ -49,9 +51,9 @@ describe("the consumer", () => {
     );
     const done = consumers.flatMap((run) => run.outcomes).filter((outcome) => outcome.reason === "done");
     expect(done).toHaveLength(60);
-    expect(await countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id LIKE 'fleet-%'")).toBe(60);
-    expect(await countRows("SELECT COUNT(DISTINCT delivery_id) AS n FROM unkeyed_effects WHERE delivery_id LIKE 'fleet-%'")).toBe(60);
-    expect(await countRows("SELECT COUNT(*) AS n FROM deliveries WHERE source = 'fleet' AND status = 'done'")).toBe(60);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id LIKE 'fleet-%'`)).toBe(60);
+    expect(await count(sql`SELECT COUNT(DISTINCT delivery_id) AS n FROM unkeyed_effects WHERE delivery_id LIKE 'fleet-%'`)).toBe(60);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM deliveries WHERE source = 'fleet' AND status = 'done'`)).toBe(60);
   });
 
   it("does not run the handler again for a duplicate message of a done delivery", async () => {
@@ -62,10 +64,10 @@ describe("the consumer", () => {
     const again = await consume([ref], handlers);
     expect(again.outcomes[0]!.reason).toBe("settled");
     expect(again.result.explicitAcks).toHaveLength(1);
-    expect(await countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ${ref.id}`)).toBe(1);
   });
 
-  it("finds a done delivery done even after its lease object forgot it (the D1 row is the judge)", async () => {
+  it("finds a done delivery done even after its lease object forgot it (the stored row is the judge)", async () => {
     const ref = { source: "orders", id: "d-forgotten" };
     await storeDelivery(ref);
     const handlers = defineHandlers({ orders: { "*": countingHandler } });
@@ -73,7 +75,7 @@ describe("the consumer", () => {
     await leaseFor(env, ref).reset(); // as if the object had been evicted with nothing stored
     const again = await consume([ref], handlers);
     expect(again.outcomes[0]!.reason).toBe("settled");
-    expect(await countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ${ref.id}`)).toBe(1);
     expect((await deliveryRow(ref.source, ref.id))!.status).toBe("done");
   });
 
@@ -154,40 +156,41 @@ describe("the consumer", () => {
       mixed: {
         "*": (event: { broken: boolean }, ctx) => {
           if (event.broken) throw new PermanentError("broken payload");
-          return [ctx.env.DB.prepare("INSERT INTO keyed_effects (delivery_id, note) VALUES (?, 'mixed')").bind(ctx.deliveryId)];
+          return [ctx.sql`INSERT INTO keyed_effects (delivery_id, note) VALUES (${ctx.deliveryId}, 'mixed')`];
         },
       },
     });
     const { outcomes } = await consume(refs, handlers);
     expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done", "failed", "done", "done"]);
-    expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE note = 'mixed'")).toBe(3);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM keyed_effects WHERE note = 'mixed'`)).toBe(3);
   });
 
-  it("commits the others of a batch when one delivery's effect breaks the shared commit", async () => {
+  it("commits the others of a batch when the database refuses one delivery's effect", async () => {
     const refs = ["ok-1", "clash", "ok-2"].map((id) => ({ source: "commit", id }));
     for (const ref of refs) await storeDelivery(ref);
-    await env.DB.prepare("INSERT INTO keyed_effects (delivery_id, note) VALUES ('taken', 'x')").run();
+    await exec(sql`INSERT INTO keyed_effects (delivery_id, note) VALUES ('taken', 'x')`);
     const handlers = defineHandlers({
       commit: {
         "*": (_event, ctx) => [
           // The "clash" delivery inserts a key that already exists: its commit must fail, alone.
-          ctx.env.DB.prepare("INSERT INTO keyed_effects (delivery_id, note) VALUES (?, 'commit')").bind(ctx.deliveryId === "clash" ? "taken" : ctx.deliveryId),
+          ctx.sql`INSERT INTO keyed_effects (delivery_id, note) VALUES (${ctx.deliveryId === "clash" ? "taken" : ctx.deliveryId}, 'commit')`,
         ],
       },
     });
     const { outcomes } = await consume(refs, handlers);
     expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done", "handler_error", "done"]);
-    expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE note = 'commit'")).toBe(2);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM keyed_effects WHERE note = 'commit'`)).toBe(2);
     const clash = await deliveryRow("commit", "clash");
     expect(clash).toMatchObject({ status: "received", attempts: 1 });
-    expect(clash!.error).toMatch(/UNIQUE constraint failed/);
+    // The database's own words for the violation, which differ between D1 and Postgres.
+    expect(clash!.error).toMatch(UNIQUE_VIOLATION);
   });
 
-  it("retries the message, acking nothing and counting no attempt, when D1 fails under it; the lease is released", async () => {
+  it("retries the message, acking nothing and counting no attempt, when the database cannot be reached; the lease is released", async () => {
     const ref = { source: "orders", id: "d-infra" };
     await storeDelivery(ref);
-    const down = faultyD1(env.DB, () => "throw");
-    const { outcomes, result, retryDelays } = await consume([ref], defineHandlers({ orders: { "*": countingHandler } }), { DB: down.db });
+    const down = unreachableStore();
+    const { outcomes, result, retryDelays } = await consume([ref], defineHandlers({ orders: { "*": countingHandler } }), down.bindings);
     expect(outcomes[0]).toMatchObject({ action: "retry", reason: "infrastructure" });
     expect(result.explicitAcks).toEqual([]);
     expect(result.retryMessages).toHaveLength(1);
@@ -215,10 +218,10 @@ describe("crashes and stalls", () => {
     const dying = defineHandlers({
       crashy: {
         "*": async (_event, ctx) => {
-          await ctx.env.DB.batch([
-            ctx.env.DB.prepare("INSERT OR IGNORE INTO keyed_effects (delivery_id, note) VALUES (?, 'crashy')").bind(ctx.deliveryId),
-            ctx.env.DB.prepare("INSERT INTO unkeyed_effects (delivery_id, note) VALUES (?, 'crashy')").bind(ctx.deliveryId),
-          ]);
+          await exec(
+            sql`INSERT INTO keyed_effects (delivery_id, note) VALUES (${ctx.deliveryId}, 'crashy') ON CONFLICT DO NOTHING`,
+            sql`INSERT INTO unkeyed_effects (delivery_id, note) VALUES (${ctx.deliveryId}, 'crashy')`,
+          );
           started.open();
           await new Promise(() => {});
         },
@@ -226,17 +229,17 @@ describe("crashes and stalls", () => {
     });
     void consume([ref], dying);
     await started.promise;
-    // A first claim is not written to D1: the lease object alone knows who holds it.
+    // A first claim is not written to the store: the lease object alone knows who holds it.
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "received", attempts: 0 });
 
     // While the lease holds, another worker is turned away.
     const healthy = defineHandlers({
       crashy: {
         "*": async (_event, ctx) => {
-          await ctx.env.DB.batch([
-            ctx.env.DB.prepare("INSERT OR IGNORE INTO keyed_effects (delivery_id, note) VALUES (?, 'crashy')").bind(ctx.deliveryId),
-            ctx.env.DB.prepare("INSERT INTO unkeyed_effects (delivery_id, note) VALUES (?, 'crashy')").bind(ctx.deliveryId),
-          ]);
+          await exec(
+            sql`INSERT INTO keyed_effects (delivery_id, note) VALUES (${ctx.deliveryId}, 'crashy') ON CONFLICT DO NOTHING`,
+            sql`INSERT INTO unkeyed_effects (delivery_id, note) VALUES (${ctx.deliveryId}, 'crashy')`,
+          );
         },
       },
     });
@@ -248,12 +251,12 @@ describe("crashes and stalls", () => {
     expect(requeued.sent).toEqual([ref]); // the alarm put the delivery back on the queue
     const takeover = await consume([ref], healthy);
     expect(takeover.outcomes[0]!.reason).toBe("done");
-    // Two runs, one counted: D1 never saw the vanished first run start (it could have died before
+    // Two runs, one counted: the store never saw the vanished first run start (it could have died before
     // its handler: such a loss never uses up an attempt); the takeover's run is recorded.
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 });
-    expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ?", ref.id)).toBe(1);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ${ref.id}`)).toBe(1);
     // The lesson the inbox cannot remove: an effect not keyed by the delivery happens twice.
-    expect(await countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", ref.id)).toBe(2);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ${ref.id}`)).toBe(2);
   });
 
   it("refuses the late finish of a stalled worker whose lease ran out; the new result stands", async () => {
@@ -266,12 +269,12 @@ describe("crashes and stalls", () => {
         "*": async (_event, ctx) => {
           started.open();
           await release.promise;
-          return [ctx.env.DB.prepare("INSERT INTO keyed_effects (delivery_id, note) VALUES (?, 'slow')").bind(`${ctx.deliveryId}/slow`)];
+          return [ctx.sql`INSERT INTO keyed_effects (delivery_id, note) VALUES (${`${ctx.deliveryId}/slow`}, 'slow')`];
         },
       },
     });
     const fast = defineHandlers({
-      stall: { "*": (_event, ctx) => [ctx.env.DB.prepare("INSERT INTO keyed_effects (delivery_id, note) VALUES (?, 'fast')").bind(`${ctx.deliveryId}/fast`)] },
+      stall: { "*": (_event, ctx) => [ctx.sql`INSERT INTO keyed_effects (delivery_id, note) VALUES (${`${ctx.deliveryId}/fast`}, 'fast')`] },
     });
     const slowRun = consume([ref], slow);
     await started.promise;
@@ -281,8 +284,8 @@ describe("crashes and stalls", () => {
     release.open();
     const late = await slowRun;
     expect(late.outcomes[0]!.reason).toBe("lease_lost");
-    expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ?", `${ref.id}/slow`)).toBe(0);
-    expect(await countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ?", `${ref.id}/fast`)).toBe(1);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ${`${ref.id}/slow`}`)).toBe(0);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ${`${ref.id}/fast`}`)).toBe(1);
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 }); // the stalled run was never recorded: not counted
   });
 
@@ -299,7 +302,7 @@ describe("crashes and stalls", () => {
         },
       },
     });
-    // Six runs: the first, a claim D1 never saw start, counts nothing (it could have been lost
+    // Six runs: the first, a claim the store never saw start, counts nothing (it could have been lost
     // before its handler); each later one is a recorded takeover, counted when the next finds it gone.
     for (let attempt = 1; attempt <= 6; attempt++) {
       void consume([ref], crashing);

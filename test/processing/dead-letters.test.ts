@@ -2,9 +2,11 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { recordDeadLetters, REQUEUE_DELAY_SECONDS } from "../../src/processing/dead-letters";
-import { deliveryRow } from "../helpers/db";
-import { faultyD1, faultyQueue } from "../helpers/faults";
+import { sql } from "../../src/sql";
+import { faultyQueue } from "../helpers/faults";
 import { leaseFor, storeDelivery } from "../helpers/processing";
+import { deliveryRow, exec } from "../helpers/store-db";
+import { unreachableStore } from "../helpers/store-faults";
 
 async function deliverDeadLetters(bodies: unknown[], overrides: Partial<Env> = {}) {
   const batch = createMessageBatch("webhook-deliveries-dlq", bodies.map((body, index) => ({ id: `dl-${index}`, timestamp: new Date(), attempts: 1, body })));
@@ -18,9 +20,9 @@ describe("the dead-letter recorder", () => {
     const ref = { source: "dlq", id: "queue-gave-up" };
     await storeDelivery(ref);
     const queue = faultyQueue(null);
-    // D1 may still be down when the queue gives up (that is why it gave up): the recorder needs none of it.
-    const down = faultyD1(env.DB, () => "throw");
-    const result = await deliverDeadLetters([ref], { DELIVERIES: queue.queue, DB: down.db });
+    // The database may still be down when the queue gives up (that is why it gave up): the recorder needs none of it.
+    const down = unreachableStore();
+    const result = await deliverDeadLetters([ref], { DELIVERIES: queue.queue, ...down.bindings });
     expect(result.explicitAcks).toEqual(["dl-0"]);
     expect(queue.sent).toEqual([ref]);
     expect(queue.delays).toEqual([REQUEUE_DELAY_SECONDS]);
@@ -62,7 +64,7 @@ describe("the dead-letter recorder", () => {
   it("never turns a done delivery into a failed one", async () => {
     const ref = { source: "dlq", id: "done-meanwhile" };
     await storeDelivery(ref);
-    await env.DB.prepare("UPDATE deliveries SET status = 'done' WHERE id = ?").bind(ref.id).run();
+    await exec(sql`UPDATE deliveries SET status = 'done' WHERE id = ${ref.id}`);
     await deliverDeadLetters([ref], { DELIVERIES: faultyQueue(null).queue });
     expect((await deliveryRow(ref.source, ref.id))!.status).toBe("done");
   });

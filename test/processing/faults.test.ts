@@ -1,7 +1,8 @@
 /**
- * The consumer under injected faults: slow and hung handlers, D1 and lease-object brownouts,
- * batches that commit and then report an error, a crash between a handler's external call and
- * its commit. Each drives the real consumer, lease objects and D1 (test/helpers/faults.ts).
+ * The consumer under injected faults: slow and hung handlers, database and lease-object brownouts,
+ * commits and marks that land and then report an error, a crash between a handler's external call
+ * and its commit. Each drives the real consumer, lease objects and store, D1 or Postgres
+ * (test/helpers/faults.ts, test/helpers/store-faults.ts). D1's shared commits: faults-d1.test.ts.
  */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -10,24 +11,26 @@ import { createMessageBatch } from "cloudflare:test";
 import { BATCH_BUDGET_MS, BATCH_CONCURRENCY, consumeDeliveries } from "../../src/processing/consumer";
 import type { DeliveryRef } from "../../src/processing/messages";
 import { defineHandlers, type Handler } from "../../src/processing/handlers";
-import { deliveryRow } from "../helpers/db";
-import { faultyD1, faultyNamespace, faultyQueue, rebindObject } from "../helpers/faults";
-import { consume, countRows, createEffectTables, expireLease, gate, leaseFor, storeDelivery } from "../helpers/processing";
+import { sql } from "../../src/sql";
+import { faultyNamespace, faultyQueue, rebindObject } from "../helpers/faults";
+import { consume, createEffectTables, expireLease, gate, leaseFor, storeDelivery } from "../helpers/processing";
+import { count, deliveryRow, exec, storeName } from "../helpers/store-db";
+import { faultyStore, pgError, unreachableStore } from "../helpers/store-faults";
 
 beforeAll(async () => {
   await createEffectTables();
   // A stand-in for a downstream API that deduplicates on the idempotency key (Stripe's Idempotency-Key).
-  await env.DB.prepare("CREATE TABLE IF NOT EXISTS downstream_calls (idempotency_key TEXT PRIMARY KEY, delivery_id TEXT, calls INTEGER)").run();
+  await exec(sql`CREATE TABLE IF NOT EXISTS downstream_calls (idempotency_key TEXT PRIMARY KEY, delivery_id TEXT, calls INTEGER)`);
 });
 
 /** Counts every run (unkeyed) and commits one keyed effect with the done mark. */
 const counting: Handler = (_event, ctx) => {
-  ctx.effect(ctx.env.DB.prepare("INSERT INTO keyed_effects (delivery_id, note) VALUES (?, 'ok')").bind(ctx.deliveryId));
-  return [ctx.env.DB.prepare("INSERT INTO unkeyed_effects (delivery_id, note) VALUES (?, 'run')").bind(ctx.deliveryId)];
+  ctx.effect(ctx.sql`INSERT INTO keyed_effects (delivery_id, note) VALUES (${ctx.deliveryId}, 'ok')`);
+  return [ctx.sql`INSERT INTO unkeyed_effects (delivery_id, note) VALUES (${ctx.deliveryId}, 'run')`];
 };
 
-const runsOf = (id: string) => countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", id);
-const keyedOf = (id: string) => countRows("SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ?", id);
+const runsOf = (id: string) => count(sql`SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ${id}`);
+const keyedOf = (id: string) => count(sql`SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ${id}`);
 
 /**
  * What a lease object stored: its alarm (on the hot path the lease's end, and all it writes) and
@@ -61,7 +64,7 @@ describe("a slow handler", () => {
     const run = consume([slow, ...fast], handlers);
     await started.promise;
     // The fast ones are done (committed, leases settled) while the slow one still runs.
-    await expect.poll(() => countRows("SELECT COUNT(*) AS n FROM deliveries WHERE source = 'slowbatch' AND status = 'done'"), { timeout: 5_000 }).toBe(12);
+    await expect.poll(() => count(sql`SELECT COUNT(*) AS n FROM deliveries WHERE source = 'slowbatch' AND status = 'done'`), { timeout: 5_000 }).toBe(12);
     expect((await deliveryRow(slow.source, slow.id))!.status).toBe("received"); // held by its lease, not yet recorded
     for (const ref of fast) expect((await leaseState(ref)).state).toBeUndefined();
     release.open();
@@ -165,7 +168,7 @@ describe("the batch's time budget", () => {
   it("cuts a running handler short when it runs out, without using up its attempt: back to received, retried, its lease released", async () => {
     const ref = { source: "budget", id: "cut-short" };
     await storeDelivery(ref);
-    await env.DB.prepare("UPDATE deliveries SET attempts = 4 WHERE id = ?").bind(ref.id).run(); // its last attempt
+    await exec(sql`UPDATE deliveries SET attempts = 4 WHERE id = ${ref.id}`); // its last attempt
     const batch = createMessageBatch<DeliveryRef>("webhook-deliveries", [{ id: "cut-short", timestamp: new Date(), attempts: 1, body: ref }]);
     const handlers = defineHandlers({ budget: { "*": () => new Promise<never>(() => {}) } });
     const realNow = Date.now.bind(Date);
@@ -185,16 +188,16 @@ describe("the batch's time budget", () => {
 });
 
 describe("infrastructure failures", () => {
-  it("fail no delivery through a long D1 brownout (alarms and retries included); after it, done once with one attempt", async () => {
-    const ref = { source: "brownout", id: "d1-down" };
+  it("fail no delivery through a long database brownout (alarms and retries included); after it, done once with one attempt", async () => {
+    const ref = { source: "brownout", id: "store-down" };
     await storeDelivery(ref);
-    const down = faultyD1(env.DB, () => "throw");
+    const down = unreachableStore();
     const handlers = defineHandlers({ brownout: { "*": counting } });
     const delays: (number | undefined)[] = [];
     // Far more rounds than MAX_ATTEMPTS (5): each a queue retry, each followed by the lease alarm
     // firing as it would while the outage lasts.
     for (let round = 1; round <= 12; round++) {
-      const { outcomes, retryDelays } = await consume([ref], handlers, { DB: down.db }, { attempts: round });
+      const { outcomes, retryDelays } = await consume([ref], handlers, down.bindings, { attempts: round });
       expect(outcomes[0]).toMatchObject({ action: "retry", reason: "infrastructure" });
       delays.push(...retryDelays);
       await expireLease(leaseFor(env, ref));
@@ -207,14 +210,14 @@ describe("infrastructure failures", () => {
     expect(await runsOf(ref.id)).toBe(1);
   });
 
-  it("fail no delivery when D1 fails after the handler ran, on its last attempt: the run that met the error is not counted", async () => {
+  it("fail no delivery when the database fails after the handler ran, on its last attempt: the run that met the error is not counted", async () => {
     const ref = { source: "brownout", id: "commit-fails-last" };
     await storeDelivery(ref);
-    await env.DB.prepare("UPDATE deliveries SET attempts = 4, error = 'earlier failure' WHERE id = ?").bind(ref.id).run();
-    // D1 answers the claim, then fails everything: the commit and the retry bookkeeping.
-    const flaky = faultyD1(env.DB, (call) => (call.n > 1 ? "throw" : undefined));
+    await exec(sql`UPDATE deliveries SET attempts = 4, error = 'earlier failure' WHERE id = ${ref.id}`);
+    // The database answers the claim, then fails everything: the commit and the retry bookkeeping.
+    const flaky = faultyStore((call) => (call.n > 1 ? "throw" : undefined));
     const handlers = defineHandlers({ brownout: { "*": counting } });
-    const failed = await consume([ref], handlers, { DB: flaky.db });
+    const failed = await consume([ref], handlers, flaky.bindings);
     expect(failed.outcomes[0]).toMatchObject({ action: "retry", reason: "infrastructure" });
     const again = await consume([ref], handlers);
     expect(again.outcomes[0]!.reason).toBe("done");
@@ -222,19 +225,19 @@ describe("infrastructure failures", () => {
     expect(await keyedOf(ref.id)).toBe(1);
   });
 
-  it("dead-letter a crash loop whose gave-up mark landed but D1 reported an error", async () => {
+  it("dead-letter a crash loop whose gave-up mark landed but the database reported an error", async () => {
     const ref = { source: "lostack", id: "gave-up-landed" };
     await storeDelivery(ref);
     // A recorded takeover (token `held.token`) on the 5th run, whose worker vanished too.
     const held = await leaseFor(env, ref).claim(ref);
     if (held.kind !== "granted") throw new Error("expected a grant");
-    await env.DB.prepare("UPDATE deliveries SET status = 'processing', attempts = 4, lease_token = ?2 WHERE id = ?1").bind(ref.id, held.token).run();
+    await exec(sql`UPDATE deliveries SET status = 'processing', attempts = 4, lease_token = ${held.token} WHERE id = ${ref.id}`);
     await rebindObject(leaseFor(env, ref), { DELIVERIES: faultyQueue(null).queue });
     expect(await expireLease(leaseFor(env, ref))).toBe(true);
     let lost = 0;
-    const lostAck = faultyD1(env.DB, (call) => (call.sql.some((sql) => sql.includes("SET status = CASE")) && lost++ === 0 ? "commit-then-throw" : undefined));
+    const lostAck = faultyStore((call) => (call.sql.some((text) => text.includes("SET status = CASE")) && lost++ === 0 ? "commit-then-throw" : undefined));
     const deadLetters = faultyQueue(null);
-    const { outcomes } = await consume([ref], defineHandlers({ lostack: { "*": counting } }), { DB: lostAck.db, DEAD_LETTERS: deadLetters.queue });
+    const { outcomes } = await consume([ref], defineHandlers({ lostack: { "*": counting } }), { ...lostAck.bindings, DEAD_LETTERS: deadLetters.queue });
     expect(lostAck.faulted).toHaveLength(1);
     // The statement ran again and found the row as its first run left it: failed, not gone.
     expect(outcomes[0]!.reason).toBe("exhausted");
@@ -246,7 +249,7 @@ describe("infrastructure failures", () => {
   it("fail no delivery whose claim reply was lost on its last attempt: the takeover after it counts no run that never started", async () => {
     const ref = { source: "lostclaim", id: "last-attempt" };
     await storeDelivery(ref);
-    await env.DB.prepare("UPDATE deliveries SET attempts = 4, error = 'earlier failure' WHERE id = ?").bind(ref.id).run();
+    await exec(sql`UPDATE deliveries SET attempts = 4, error = 'earlier failure' WHERE id = ${ref.id}`);
     // The lease object grants the claim, and its answer is lost: the consumer retries, and the
     // lease it was granted is orphaned until its alarm.
     const lostReply = faultyNamespace(env.DELIVERY_LEASE, (call) => (call.method === "claim" ? "commit-then-throw" : undefined));
@@ -256,7 +259,7 @@ describe("infrastructure failures", () => {
     expect((await consume([ref], handlers)).outcomes[0]!.reason).toBe("busy");
     await rebindObject(leaseFor(env, ref), { DELIVERIES: faultyQueue(null).queue });
     expect(await expireLease(leaseFor(env, ref))).toBe(true);
-    // The takeover: the orphaned claim never reached D1, so it is no vanished run; the last attempt runs.
+    // The takeover: the orphaned claim never reached the store, so it is no vanished run; the last attempt runs.
     expect((await consume([ref], handlers)).outcomes[0]!.reason).toBe("done");
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 5 });
     expect(await runsOf(ref.id)).toBe(1);
@@ -292,12 +295,12 @@ describe("infrastructure failures", () => {
     expect(await runsOf(ref.id)).toBe(1);
   });
 
-  it("keep the lease while D1 is slow to answer the claim: renewed from the claim, not only while the handler runs", async () => {
-    const ref = { source: "slowd1", id: "slow-mark" };
+  it("keep the lease while the database is slow to answer the claim: renewed from the claim, not only while the handler runs", async () => {
+    const ref = { source: "slowdb", id: "slow-mark" };
     await storeDelivery(ref);
     await rebindObject(leaseFor(env, ref), { LEASE_SECONDS: "3" });
-    const slowMark = faultyD1(env.DB, (call) => (call.sql.some((sql) => sql.includes("SELECT status, attempts")) ? "hang" : undefined));
-    const run = consume([ref], defineHandlers({ slowd1: { "*": counting } }), { DB: slowMark.db, LEASE_SECONDS: "3" });
+    const slowMark = faultyStore((call) => (call.sql.some((text) => text.includes("SELECT status, attempts")) ? "hang" : undefined));
+    const run = consume([ref], defineHandlers({ slowdb: { "*": counting } }), { ...slowMark.bindings, LEASE_SECONDS: "3" });
     await expect.poll(() => slowMark.faulted.length).toBe(1);
     const claimedUntil = (await leaseState(ref)).alarm!;
     await expect.poll(async () => (await leaseState(ref)).alarm! > claimedUntil + 1_500, { timeout: 8_000, interval: 250 }).toBe(true);
@@ -309,23 +312,23 @@ describe("infrastructure failures", () => {
   it("count a busy or locked database as infrastructure, not as the handler's error, even on the last attempt", async () => {
     const ref = { source: "busy", id: "locked-on-commit" };
     await storeDelivery(ref);
-    await env.DB.prepare("UPDATE deliveries SET attempts = 4 WHERE id = ?").bind(ref.id).run();
-    const locked = faultyD1(env.DB, (call) =>
-      call.sql.some((sql) => sql.includes("SET status = 'done'")) ? new Error("D1_ERROR: database is locked: SQLITE_BUSY") : undefined,
-    );
+    await exec(sql`UPDATE deliveries SET attempts = 4 WHERE id = ${ref.id}`);
+    // Each database's own error for it: D1's SQLITE_BUSY, Postgres's lock_not_available (55P03).
+    const busy = storeName === "d1" ? new Error("D1_ERROR: database is locked: SQLITE_BUSY") : pgError("55P03", "could not obtain lock on row in relation \"deliveries\"");
+    const locked = faultyStore((call) => (call.sql.some((text) => text.includes("SET status = 'done'")) ? busy : undefined));
     const handlers = defineHandlers({ busy: { "*": counting } });
-    const { outcomes } = await consume([ref], handlers, { DB: locked.db });
+    const { outcomes } = await consume([ref], handlers, locked.bindings);
     expect(outcomes[0]).toMatchObject({ action: "retry", reason: "infrastructure" });
     expect((await deliveryRow(ref.source, ref.id))!.status).not.toBe("failed");
     expect((await consume([ref], handlers)).outcomes[0]!.reason).toBe("done");
   });
 
-  it("take a done commit that D1 reported as failed for the success it was", async () => {
+  it("take a done commit that the database reported as failed for the success it was", async () => {
     const ref = { source: "lostack", id: "commit-landed" };
     await storeDelivery(ref);
     let lost = 0;
-    const lostAck = faultyD1(env.DB, (call) => (call.sql.some((sql) => sql.includes("SET status = 'done'")) && lost++ === 0 ? "commit-then-throw" : undefined));
-    const { outcomes } = await consume([ref], defineHandlers({ lostack: { "*": counting } }), { DB: lostAck.db });
+    const lostAck = faultyStore((call) => (call.sql.some((text) => text.includes("SET status = 'done'")) && lost++ === 0 ? "commit-then-throw" : undefined));
+    const { outcomes } = await consume([ref], defineHandlers({ lostack: { "*": counting } }), lostAck.bindings);
     expect(lostAck.faulted).toHaveLength(1);
     expect(outcomes[0]!.reason).toBe("done");
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 });
@@ -333,21 +336,10 @@ describe("infrastructure failures", () => {
     expect((await leaseState(ref)).state).toBeUndefined();
   });
 
-  it("take a shared commit of several deliveries that D1 reported as failed for the success it was", async () => {
-    const refs = ["a", "b", "c", "d"].map((id) => ({ source: "lostack-shared", id }));
-    for (const ref of refs) await storeDelivery(ref);
-    const lostAck = faultyD1(env.DB, (call) =>
-      call.method === "batch" && call.sql.filter((sql) => sql.includes("SET status = 'done'")).length > 1 ? "commit-then-throw" : undefined,
-    );
-    const { outcomes } = await consume(refs, defineHandlers({ "lostack-shared": { "*": counting } }), { DB: lostAck.db });
-    expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done", "done", "done", "done"]);
-    for (const ref of refs) expect(await keyedOf(ref.id)).toBe(1);
-  });
-
-  it("count one attempt when a takeover's mark landed but D1 reported an error", async () => {
-    // Two deliveries, so that both the lone and the shared path of the marks are taken; the
-    // first mark batch lands and reports an error. Each is a takeover: a first worker claimed it
-    // and vanished without a result, and its lease ran out.
+  it("count one attempt when a takeover's mark landed but the database reported an error", async () => {
+    // Two deliveries, so that in D1 both the lone and the shared path of the marks are taken (its
+    // marks go in batches, store/batcher.ts); the first mark lands and reports an error. Each is a
+    // takeover: a first worker claimed it and vanished without a result, and its lease ran out.
     const ref = { source: "lostack", id: "mark-landed" };
     const other = { source: "lostack", id: "mark-landed-other" };
     for (const delivery of [ref, other]) {
@@ -357,10 +349,8 @@ describe("infrastructure failures", () => {
       expect(await expireLease(leaseFor(env, delivery))).toBe(true);
     }
     let lost = 0;
-    const lostAck = faultyD1(env.DB, (call) =>
-      call.method === "batch" && call.sql.some((sql) => sql.includes("SET status = CASE")) && lost++ === 0 ? "commit-then-throw" : undefined,
-    );
-    const { outcomes } = await consume([ref, other], defineHandlers({ lostack: { "*": counting } }), { DB: lostAck.db });
+    const lostAck = faultyStore((call) => (call.sql.some((text) => text.includes("SET status = CASE")) && lost++ === 0 ? "commit-then-throw" : undefined));
+    const { outcomes } = await consume([ref, other], defineHandlers({ lostack: { "*": counting } }), lostAck.bindings);
     expect(lostAck.faulted.length).toBeGreaterThan(0);
     expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done", "done"]);
     // The mark that landed and ran again counted nothing (the vanished run was never recorded),
@@ -380,18 +370,16 @@ describe("a crash between a handler's external call and its commit", () => {
         "*": async (event, ctx) => {
           keys.push(ctx.idempotencyKey);
           // The external call: the downstream API deduplicates on the key.
-          await ctx.env.DB.prepare(
-            "INSERT INTO downstream_calls (idempotency_key, delivery_id, calls) VALUES (?, ?, 1) ON CONFLICT (idempotency_key) DO NOTHING",
-          )
-            .bind(ctx.idempotencyKey, ctx.deliveryId)
-            .run();
+          await exec(
+            sql`INSERT INTO downstream_calls (idempotency_key, delivery_id, calls) VALUES (${ctx.idempotencyKey}, ${ctx.deliveryId}, 1) ON CONFLICT (idempotency_key) DO NOTHING`,
+          );
           return counting(event, ctx) as never;
         },
       },
     });
     // The first worker's commit never arrives (it died after the external call).
-    const stalled = faultyD1(env.DB, (call) => (call.sql.some((sql) => sql.includes("SET status = 'done'")) ? "hang" : undefined));
-    const first = consume([ref], handlers, { DB: stalled.db });
+    const stalled = faultyStore((call) => (call.sql.some((text) => text.includes("SET status = 'done'")) ? "hang" : undefined));
+    const first = consume([ref], handlers, stalled.bindings);
     await expect.poll(() => keys.length).toBe(1);
     await expect.poll(() => stalled.faulted.length).toBe(1);
     expect(await expireLease(leaseFor(env, ref))).toBe(true);
@@ -402,7 +390,7 @@ describe("a crash between a handler's external call and its commit", () => {
     expect((await first).outcomes[0]!.reason).toBe("lease_lost");
     expect(keys).toHaveLength(2);
     expect(keys[1]).toBe(keys[0]);
-    expect(await countRows("SELECT COUNT(*) AS n FROM downstream_calls WHERE delivery_id = ?", ref.id)).toBe(1);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM downstream_calls WHERE delivery_id = ${ref.id}`)).toBe(1);
     expect(await keyedOf(ref.id)).toBe(1);
     expect(await runsOf(ref.id)).toBe(1); // only the committed run's effects exist
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 }); // the crashed run was never recorded: not counted

@@ -2,15 +2,16 @@
  * Property: random interleavings of deliveries (claims), lease expiries (alarms), handler results
  * (commits and failures, arriving in any order, late ones included) and replays, all on one
  * delivery, never commit its effect twice, and always end settled once the workers finish.
- * Drives the real consumer, lease object and D1; fast-check picks the schedule.
+ * Drives the real consumer, lease object and store (D1 or Postgres); fast-check picks the schedule.
  */
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { PermanentError } from "../../src/processing/errors";
 import { defineHandlers } from "../../src/processing/handlers";
-import { deliveryRow } from "../helpers/db";
-import { consume, countRows, createEffectTables, expireLease, leaseFor, storeDelivery } from "../helpers/processing";
+import { sql } from "../../src/sql";
+import { consume, createEffectTables, expireLease, leaseFor, storeDelivery } from "../helpers/processing";
+import { count, deliveryRow } from "../helpers/store-db";
 
 beforeAll(createEffectTables);
 
@@ -40,7 +41,7 @@ describe("one delivery under any interleaving", () => {
         const ref = { source: "interleaved", id: `run-${++runCounter}` };
         await storeDelivery(ref);
         const waiting: Worker[] = [];
-        const effects = () => countRows("SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ?", ref.id);
+        const effects = () => count(sql`SELECT COUNT(*) AS n FROM unkeyed_effects WHERE delivery_id = ${ref.id}`);
 
         const startWorker = async (): Promise<void> => {
           let entered!: () => void;
@@ -55,7 +56,7 @@ describe("one delivery under any interleaving", () => {
                 if (how === "transient") throw new Error("transient failure");
                 if (how === "permanent") throw new PermanentError("permanent failure");
                 // Written only by the commit that marks the delivery done: counts commits.
-                return [ctx.env.DB.prepare("INSERT INTO unkeyed_effects (delivery_id, note) VALUES (?, 'commit')").bind(ctx.deliveryId)];
+                return [ctx.sql`INSERT INTO unkeyed_effects (delivery_id, note) VALUES (${ctx.deliveryId}, 'commit')`];
               },
             },
           });
@@ -99,9 +100,10 @@ describe("one delivery under any interleaving", () => {
       }),
       { numRuns: 40 },
     );
-    // 40 runs of up to 14 steps through real D1 and lease objects: about 2 s alone, more on a
-    // loaded machine. A limit for the runner, not a time the test asserts.
-  }, 60_000);
+    // 40 runs of up to 14 steps through a real store and lease objects: about 2 s alone on D1, about
+    // 35 s on Postgres (a connection per store operation), more on a loaded machine. A limit for the
+    // runner, not a time the test asserts.
+  }, 180_000);
 });
 
 /** The admin API's replay of a failed delivery (a 409 for any other state is fine here). */

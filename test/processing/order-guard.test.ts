@@ -1,11 +1,11 @@
-import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { defineHandlers, type Handler } from "../../src/processing/handlers";
-import { deliveryRow } from "../helpers/db";
+import { sql } from "../../src/sql";
 import { consume, gate, storeDelivery } from "../helpers/processing";
+import { deliveryRow, exec, firstRow } from "../helpers/store-db";
 
 beforeAll(async () => {
-  await env.DB.exec("CREATE TABLE IF NOT EXISTS customers (id TEXT PRIMARY KEY, email TEXT NOT NULL)");
+  await exec(sql`CREATE TABLE IF NOT EXISTS customers (id TEXT PRIMARY KEY, email TEXT NOT NULL)`);
 });
 
 interface CustomerUpdated {
@@ -17,18 +17,13 @@ interface CustomerUpdated {
 /** Overwrites the customer's email, guarded by the event's version. */
 const updateCustomer: Handler<CustomerUpdated> = async (event, ctx) => {
   if (!(await ctx.order.isNewer(`customer:${event.customer}`, event.version))) return;
-  ctx.effect(
-    ctx.env.DB.prepare("INSERT INTO customers (id, email) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET email = excluded.email").bind(
-      event.customer,
-      event.email,
-    ),
-  );
+  ctx.effect(ctx.sql`INSERT INTO customers (id, email) VALUES (${event.customer}, ${event.email}) ON CONFLICT (id) DO UPDATE SET email = excluded.email`);
 };
 
 const handlers = defineHandlers({ crm: { "customer.updated": updateCustomer } });
 
 async function email(customer: string): Promise<string | undefined> {
-  return (await env.DB.prepare("SELECT email FROM customers WHERE id = ?").bind(customer).first<{ email: string }>())?.email;
+  return (await firstRow<{ email: string }>(sql`SELECT email FROM customers WHERE id = ${customer}`))?.email;
 }
 
 describe("the out-of-order guard", () => {
@@ -39,7 +34,7 @@ describe("the out-of-order guard", () => {
     await consume([{ source: "crm", id: "v1" }], handlers);
     expect(await email("c1")).toBe("new@example.com");
     expect((await deliveryRow("crm", "v1"))!.status).toBe("done");
-    const applied = await env.DB.prepare("SELECT version, delivery_id FROM entity_versions WHERE entity = 'customer:c1'").first();
+    const applied = await firstRow(sql`SELECT version, delivery_id FROM entity_versions WHERE entity = 'customer:c1'`);
     expect(applied).toEqual({ version: 2, delivery_id: "v2" });
   });
 

@@ -1,0 +1,23 @@
+/**
+ * The test files that run on both stores: under `npm test` on D1 (with every other file), and under
+ * `npm run test:postgres` on Postgres (test/vitest.postgres.config.ts, beside test/postgres/*).
+ *
+ * A file belongs here when it tests the store's behaviour (through `openStore(env)`, the Worker's
+ * routes, the consumer or the sweeper) and reads and writes the database only through
+ * test/helpers/store-db.ts. Tests of D1's own workings (query plans, rows-written meters, D1
+ * migrations, body chunks, the D1 batcher and group commit, D1 fault wrappers) stay in files of
+ * their own, outside this list; a file never skips a test by store.
+ */
+export const BOTH_STORES: readonly string[] = [
+  "test/admin/replay-lease-faults.test.ts",
+  "test/forwarding/handlers.test.ts",
+  "test/forwarding/limit.test.ts",
+  "test/forwarding/outcomes.test.ts",
+  "test/forwarding/request-shape.test.ts",
+  "test/handlers/payments.test.ts",
+  "test/processing/consumer.test.ts",
+  "test/processing/dead-letters.test.ts",
+  "test/processing/faults.test.ts",
+  "test/processing/interleavings.test.ts",
+  "test/processing/order-guard.test.ts",
+];
