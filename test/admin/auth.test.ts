@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { deliveryRow } from "../helpers/db";
+import { sql } from "../../src/sql";
+import { deliveryRow, exec } from "../helpers/store-db";
 import { storeDelivery } from "../helpers/processing";
 import { admin, adminWithEnv } from "./client";
 
@@ -37,7 +38,7 @@ describe("admin authentication", () => {
   it("refuses a replay without a token before touching anything: the failed delivery stays failed", async () => {
     const ref = { source: "auth", id: "failed-before" };
     await storeDelivery(ref);
-    await env.DB.prepare("UPDATE deliveries SET status = 'failed', error = 'kept' WHERE id = ?").bind(ref.id).run();
+    await exec(sql`UPDATE deliveries SET status = 'failed', error = 'kept' WHERE id = ${ref.id}`);
     const bulk = await admin("/replay", { token: null, body: { status: "failed" } });
     const single = await admin(`/deliveries/${ref.source}/${ref.id}/replay`, { token: null, method: "POST" });
     expect([bulk.status, single.status]).toEqual([401, 401]);

@@ -5,9 +5,9 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { renderMetrics } from "../../src/http/admin/metrics";
-import { markDone, markFailed } from "../../src/store/lifecycle";
-import { insertDelivery } from "../../src/store/record";
+import { openStore } from "../../src/store";
 import { BASE_URL } from "../helpers/signers";
+import { recordDelivery } from "../helpers/store-db";
 import { adminWithEnv } from "./client";
 
 const body = new TextEncoder().encode("{}");
@@ -20,6 +20,7 @@ function get(token: string | null): Promise<Response> {
 describe("GET /admin/metrics", () => {
   it("counts deliveries by source and status, the oldest waiting and the unhandled, in the text format", async () => {
     const now = Date.now();
+    const store = openStore(env);
     for (const [id, fate] of [
       ["m-1", "done"],
       ["m-2", "unhandled"],
@@ -27,9 +28,10 @@ describe("GET /admin/metrics", () => {
       ["m-4", "received"],
     ] as const) {
       const ref = { source: "metrics", id };
-      await insertDelivery(env.DB, { ...ref, eventType: null, body, receivedAtMs: now - 90_000 }).run();
-      if (fate === "done" || fate === "unhandled") await markDone(env.DB, ref, now, fate === "done", now).run();
-      if (fate === "failed") await markFailed(env.DB, ref, now, "boom", now);
+      await recordDelivery({ ...ref, eventType: null, body, receivedAtMs: now - 90_000 });
+      // As the consumer leaves them, under a lease token of `now`.
+      if (fate === "done" || fate === "unhandled") expect(await store.commitDone(ref, now, { handled: fate === "done", effects: [] }, now)).toEqual({ kind: "committed" });
+      if (fate === "failed") expect(await store.markFailed(ref, now, "boom", now)).toBe(true);
     }
     const response = await get(env.ADMIN_TOKEN);
     expect(response.status).toBe(200);

@@ -3,9 +3,10 @@ import { describe, expect, it } from "vitest";
 import { PermanentError } from "../../src/processing/errors";
 import { defineHandlers } from "../../src/processing/handlers";
 import type { DeliveryRef } from "../../src/processing/messages";
-import { applyRetention } from "../../src/store/sweep";
-import { deliveryRow } from "../helpers/db";
+import { sql } from "../../src/sql";
+import { openStore } from "../../src/store";
 import { consume, storeDelivery } from "../helpers/processing";
+import { deliveryRow, exec } from "../helpers/store-db";
 import { recordingProducer } from "../helpers/recording-producer";
 import { adminWithEnv } from "./client";
 
@@ -86,7 +87,7 @@ describe("POST /admin/deliveries/:source/:id/replay", () => {
   it.each(["received", "processing"])("answers 409 conflict for a %s delivery and enqueues nothing", async (status) => {
     const ref = { source: "replays", id: `r-${status}` };
     await storeDelivery(ref);
-    await env.DB.prepare("UPDATE deliveries SET status = ? WHERE source = ? AND id = ?").bind(status, ref.source, ref.id).run();
+    await exec(sql`UPDATE deliveries SET status = ${status} WHERE source = ${ref.source} AND id = ${ref.id}`);
     const result = await adminRecording(replayPath(ref, "?force=true"));
     expect(result.status).toBe(409);
     expect(result.json.message).toContain(`is ${status}`);
@@ -101,7 +102,7 @@ describe("POST /admin/deliveries/:source/:id/replay", () => {
   ])("answers 409 body_pruned for a %s delivery whose body was cleared (query %j), and changes nothing", async (status, query) => {
     const ref = { source: "replays", id: `r-pruned-${status}-${query.length}` };
     await storeDelivery(ref, { n: 1 });
-    await env.DB.prepare("UPDATE deliveries SET status = ?3, body = NULL WHERE source = ?1 AND id = ?2").bind(ref.source, ref.id, status).run();
+    await exec(sql`UPDATE deliveries SET status = ${status}, body = NULL WHERE source = ${ref.source} AND id = ${ref.id}`);
     const before = await deliveryRow(ref.source, ref.id);
     const result = await adminRecording(replayPath(ref, query));
     expect(result.status).toBe(409);
@@ -160,12 +161,10 @@ describe("POST /admin/replay", () => {
     const cleared = { source: "bulk-pruned", id: "cleared" };
     for (const ref of [kept, cleared]) await storeDelivery(ref, { n: 1 });
     // Received long before the body cutoff below; every other delivery of this file comes after it.
-    await env.DB.prepare("UPDATE deliveries SET status = 'failed', error = 'boom', received_at = ?1 WHERE source = 'bulk-pruned'")
-      .bind("2026-01-01T00:00:00.000Z")
-      .run();
-    await env.DB.prepare("UPDATE deliveries SET body = NULL WHERE source = 'bulk-pruned' AND id = 'cleared'").run();
+    await exec(sql`UPDATE deliveries SET status = 'failed', error = 'boom', received_at = ${"2026-01-01T00:00:00.000Z"} WHERE source = 'bulk-pruned'`);
+    await exec(sql`UPDATE deliveries SET body = NULL WHERE source = 'bulk-pruned' AND id = 'cleared'`);
     const body = (await deliveryRow(kept.source, kept.id))!.body;
-    await applyRetention(env.DB, 0, Date.parse("2026-01-08T00:00:00.000Z"), 1_000);
+    await openStore(env).applyRetention(0, Date.parse("2026-01-08T00:00:00.000Z"), 1_000);
     const result = await adminRecording("/replay", { status: "failed", source: "bulk-pruned" });
     // The one without a body is not counted as remaining: a caller looping while some remain stops.
     expect(result.json).toEqual({ replayed: 1, remaining: 0 });
@@ -177,7 +176,7 @@ describe("POST /admin/replay", () => {
   it("replays at most 100 per call by default", async () => {
     const refs = Array.from({ length: 101 }, (_, index) => ({ source: "bulk-many", id: `m-${index}` }));
     for (const ref of refs) await storeDelivery(ref);
-    await env.DB.prepare("UPDATE deliveries SET status = 'failed', error = 'boom' WHERE source = 'bulk-many'").run();
+    await exec(sql`UPDATE deliveries SET status = 'failed', error = 'boom' WHERE source = 'bulk-many'`);
     const result = await adminRecording("/replay", { status: "failed", source: "bulk-many" });
     expect(result.json).toEqual({ replayed: 100, remaining: 1 });
     expect(result.sent).toHaveLength(100);
@@ -203,7 +202,7 @@ describe("POST /admin/replay", () => {
 describe("POST /admin/replay with the listing's filters", () => {
   it("replays only the failed deliveries of the event type and time range asked for", async () => {
     const [a, b] = [await failedDelivery("bf-type-a", "bulk-filter"), await failedDelivery("bf-type-b", "bulk-filter")];
-    await env.DB.prepare("UPDATE deliveries SET event_type = 'invoice.paid' WHERE source = ?1 AND id = ?2").bind(a.source, a.id).run();
+    await exec(sql`UPDATE deliveries SET event_type = 'invoice.paid' WHERE source = ${a.source} AND id = ${a.id}`);
     const result = await adminRecording("/replay", { status: "failed", source: "bulk-filter", eventType: "invoice.paid" });
     expect(result.json).toEqual({ replayed: 1, remaining: 0 });
     expect(result.sent).toEqual([a]);

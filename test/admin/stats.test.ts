@@ -1,6 +1,6 @@
-import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { insertDelivery } from "../../src/store/record";
+import { sql } from "../../src/sql";
+import { exec, recordDelivery } from "../helpers/store-db";
 import { admin } from "./client";
 
 /** The tests' clock: the stats route reads Date.now(), which the age test pins here. */
@@ -9,17 +9,16 @@ const NOW = Date.parse("2026-12-01T12:00:00.000Z");
 /** Stores a delivery received `ageSeconds` before NOW, then sets its state as processing would have. */
 async function seed(source: string, id: string, status: string, options: { ageSeconds?: number; handled?: 0 | 1 } = {}) {
   const receivedAtMs = NOW - (options.ageSeconds ?? 0) * 1000;
-  await insertDelivery(env.DB, { source, id, eventType: "test.event", body: new Uint8Array([123, 125]), receivedAtMs }).run();
-  await env.DB.prepare("UPDATE deliveries SET status = ?3, handled = ?4 WHERE source = ?1 AND id = ?2")
-    .bind(source, id, status, options.handled ?? null)
-    .run();
+  await recordDelivery({ source, id, eventType: "test.event", body: new Uint8Array([123, 125]), receivedAtMs });
+  const handled = options.handled === undefined ? null : options.handled === 1;
+  await exec(sql`UPDATE deliveries SET status = ${status}, handled = ${handled} WHERE source = ${source} AND id = ${id}`);
 }
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
 
-// Each test file has its own D1, and these tests run in order on it: the counts accumulate.
+// Each test file has its own D1 (or Postgres schema), and these tests run in order on it: the counts accumulate.
 describe("GET /admin/stats", () => {
   it("answers zero counts and no oldest waiting delivery for an empty inbox", async () => {
     const result = await admin("/stats");

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { CONFIG_RETRY_DELAY_SECONDS } from "../../src/processing/config-wait";
 import { DEAD_LETTER_QUEUE } from "../../src/processing/messages";
-import { deliveryRows } from "../helpers/db";
+import { deliveryRows } from "../helpers/store-db";
 import { storeDelivery } from "../helpers/processing";
 import { BASE_URL, standardRequest } from "../helpers/signers";
 

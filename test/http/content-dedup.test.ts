@@ -1,11 +1,11 @@
 // A captured request resent under a fresh id: for providers whose delivery id is not signed, the
-// signed content's digest makes it a duplicate (migrations/0004). Real D1, through the receiver.
+// signed content's digest makes it a duplicate (migrations/0004). The real store, through the receiver.
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { github } from "../../src/providers/github";
 import type { Provider } from "../../src/providers/types";
 import { SOURCES } from "../../src/sources";
-import { deliveryRow } from "../helpers/db";
+import { sql } from "../../src/sql";
 import {
   BASE_URL,
   githubSignature,
@@ -18,13 +18,11 @@ import {
   unique,
 } from "../helpers/provider-signers";
 import { standardHeaders } from "../helpers/signers";
+import { count, deliveryRow, exec, rows } from "../helpers/store-db";
 
 /** Rows of `source` holding exactly `body`. */
 async function rowsWithBody(source: string, body: string): Promise<number> {
-  const row = await env.DB.prepare("SELECT COUNT(*) AS n FROM deliveries WHERE source = ? AND body = ?")
-    .bind(source, new TextEncoder().encode(body))
-    .first<{ n: number }>();
-  return row!.n;
+  return count(sql`SELECT COUNT(*) AS n FROM deliveries WHERE source = ${source} AND body = ${new TextEncoder().encode(body)}`);
 }
 
 const githubHeaders = async (delivery: string, body: string, secret?: string) => ({
@@ -89,7 +87,7 @@ describe("a signed request replayed under a new delivery id", () => {
     const body = JSON.stringify({ ref: "refs/heads/main", after: unique("") });
     const first = unique("");
     expect((await post("github", body, await githubHeaders(first, body))).json.status).toBe("stored");
-    await env.DB.prepare("DELETE FROM deliveries WHERE source = 'github' AND id = ?").bind(first).run();
+    await exec(sql`DELETE FROM deliveries WHERE source = 'github' AND id = ${first}`);
     expect((await post("github", body, await githubHeaders(unique(""), body))).json.status).toBe("stored");
   });
 
@@ -119,8 +117,8 @@ describe("a source with dedupeOnContent: false", () => {
     expect((await send(first)).json.status).toBe("stored");
     expect((await send(second)).json).toEqual({ status: "stored", source: "github-lenient", id: second });
     expect(await rowsWithBody("github-lenient", body)).toBe(2);
-    const digests = await env.DB.prepare("SELECT content_digest FROM deliveries WHERE source = 'github-lenient' AND id IN (?, ?)").bind(first, second).all();
-    expect(digests.results).toEqual([{ content_digest: null }, { content_digest: null }]);
+    const digests = await rows(sql`SELECT content_digest FROM deliveries WHERE source = 'github-lenient' AND id IN (${first}, ${second})`);
+    expect(digests).toEqual([{ content_digest: null }, { content_digest: null }]);
   });
 });
 
@@ -129,7 +127,7 @@ describe("providers whose id is signed", () => {
     const id = unique("evt_");
     const body = JSON.stringify({ id, object: "event", type: "invoice.paid" });
     expect((await post("stripe", body, { "stripe-signature": await stripeSignature(body) })).json.status).toBe("stored");
-    const row = await env.DB.prepare("SELECT content_digest FROM deliveries WHERE source = 'stripe' AND id = ?").bind(id).first();
+    const [row] = await rows(sql`SELECT content_digest FROM deliveries WHERE source = 'stripe' AND id = ${id}`);
     expect(row).toEqual({ content_digest: null });
   });
 

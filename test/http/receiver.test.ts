@@ -2,8 +2,10 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { app } from "../../src/http/app";
-import { blobBytes, deliveryRow, deliveryRows } from "../helpers/db";
+import { sql } from "../../src/sql";
 import { BASE_URL, standardHeaders, standardRequest } from "../helpers/signers";
+import { count, deliveryRow, deliveryRows, storeName } from "../helpers/store-db";
+import { faultyStore, pgError, unreachableStore } from "../helpers/store-faults";
 
 async function send(request: Request): Promise<{ status: number; json: Record<string, unknown> }> {
   const response = await exports.default.fetch(request);
@@ -45,8 +47,7 @@ describe("POST /webhooks/:source", () => {
     expect(results.every((result) => result.status === 200)).toBe(true);
     expect(results.filter((result) => result.json.status === "stored")).toHaveLength(1);
     expect(results.filter((result) => result.json.status === "duplicate")).toHaveLength(19);
-    const count = await env.DB.prepare("SELECT COUNT(*) AS n FROM deliveries WHERE id = 'msg_race'").first<{ n: number }>();
-    expect(count?.n).toBe(1);
+    expect(await count(sql`SELECT COUNT(*) AS n FROM deliveries WHERE id = 'msg_race'`)).toBe(1);
   });
 
   it("enqueues each new delivery once, sharing queue operations between concurrent requests", async () => {
@@ -93,7 +94,7 @@ describe("POST /webhooks/:source", () => {
     const body = '\uFEFF{"name":"Zoë 東京 🚀","note":"naïve café"}';
     const result = await send(standardRequest(body, { id: "msg_utf8" }));
     expect(result.status).toBe(200);
-    const stored = blobBytes((await deliveryRow("standard", "msg_utf8"))!.body);
+    const stored = (await deliveryRow("standard", "msg_utf8"))!.body;
     expect(stored).toEqual(new TextEncoder().encode(body));
     expect(stored!.slice(0, 3)).toEqual(new Uint8Array([0xef, 0xbb, 0xbf]));
   });
@@ -193,15 +194,31 @@ describe("POST /webhooks/:source", () => {
     expect(result.status).toBe(200);
   });
 
-  it("answers 503 store_unavailable, never 200, when D1 throws", async () => {
-    const brokenDb = {
-      prepare() {
-        throw new Error("D1_ERROR: no such table: deliveries SQLITE_ERROR secret-detail");
-      },
-    };
-    const result = await sendWithEnv(standardRequest("{}"), { DB: brokenDb });
+  it("answers 503 store_unavailable, never 200, when the database refuses the write, and shows none of its error", async () => {
+    // Each database's own error, with a detail that must not leak: D1's binding throwing as it
+    // prepares the insert; Postgres answering the insert with undefined_table (42P01).
+    const refusing =
+      storeName === "d1"
+        ? {
+            DB: {
+              prepare() {
+                throw new Error("D1_ERROR: no such table: deliveries SQLITE_ERROR secret-detail");
+              },
+            },
+          }
+        : faultyStore(() => pgError("42P01", 'relation "deliveries" does not exist secret-detail')).bindings;
+    const result = await sendWithEnv(standardRequest("{}", { id: "msg_refused" }), refusing);
     expect(result).toEqual({ status: 503, json: { error: "store_unavailable", message: expect.any(String) } });
-    expect(JSON.stringify(result.json)).not.toMatch(/SQLITE|secret-detail|deliveries/);
+    expect(JSON.stringify(result.json)).not.toMatch(/SQLITE|secret-detail|deliveries|42P01/);
+    expect(await deliveryRow("standard", "msg_refused")).toBeNull();
+  });
+
+  it("answers 503 store_unavailable, never 200, when the database cannot be reached", async () => {
+    const down = unreachableStore();
+    const results = await Promise.all(["msg_down_1", "msg_down_2"].map((id) => sendWithEnv(standardRequest("{}", { id }), down.bindings)));
+    for (const result of results) expect(result).toEqual({ status: 503, json: { error: "store_unavailable", message: expect.any(String) } });
+    expect(down.faulted.length).toBeGreaterThan(0);
+    expect(await deliveryRow("standard", "msg_down_1")).toBeNull();
   });
 
   it("refuses to run with a malformed numeric var, answering a retryable 503 that does not echo the value", async () => {

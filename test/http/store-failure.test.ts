@@ -1,10 +1,13 @@
-// A real D1 failure: the table is gone (this file has its own isolated storage).
-import { env, exports } from "cloudflare:workers";
+// A real failure of the store: the deliveries table is gone (this file has its own D1, or under
+// npm run test:postgres its own Postgres schema).
+import { exports } from "cloudflare:workers";
 import { beforeAll, expect, it } from "vitest";
+import { sql } from "../../src/sql";
 import { standardRequest } from "../helpers/signers";
+import { exec } from "../helpers/store-db";
 
 beforeAll(async () => {
-  await env.DB.exec("DROP TABLE deliveries");
+  await exec(sql`DROP TABLE deliveries`);
 });
 
 it("answers 503 store_unavailable when the deliveries table is missing", async () => {

@@ -4,8 +4,9 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { loadConfig } from "../../src/config";
 import worker from "../../src/index";
 import { CONFIG_RETRY_MS, CRON_ALIVE_MS, ensureSweepHeartbeat, HEARTBEAT_CHECK_MS, planBeat, sweep, sweeperFor, WATCH_INTERVAL_MS } from "../../src/processing/sweeper";
-import { deliveryRow } from "../helpers/db";
+import { SqlStatement, type SqlValue } from "../../src/sql";
 import { recordingQueue, storeDelivery } from "../helpers/processing";
+import { deliveryRow, exec } from "../helpers/store-db";
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
@@ -22,11 +23,12 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-async function age(source: string, id: string, fields: Record<string, unknown>): Promise<void> {
+async function age(source: string, id: string, fields: Record<string, SqlValue>): Promise<void> {
   const columns = Object.keys(fields);
-  await env.DB.prepare(`UPDATE deliveries SET ${columns.map((column, index) => `${column} = ?${index + 3}`).join(", ")} WHERE source = ?1 AND id = ?2`)
-    .bind(source, id, ...Object.values(fields))
-    .run();
+  // UPDATE deliveries SET a = ${…}, b = ${…} WHERE source = ${source} AND id = ${id}
+  const text = ["UPDATE deliveries SET ", ...columns.slice(1).map((column) => `, ${column} = `), " WHERE source = ", " AND id = ", ""];
+  text[0] += `${columns[0]} = `;
+  await exec(new SqlStatement(text, [...Object.values(fields), source, id]));
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { sha256 } from "../../src/providers/crypto";
 import { github } from "../../src/providers/github";
-import { deliveryRow } from "../helpers/db";
+import { deliveryRow } from "../helpers/store-db";
 import { githubSignature, post, secretsOf, unique } from "../helpers/provider-signers";
 
 // A body of its own per test: GitHub's id is not signed, so the inbox also deduplicates on the body.

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { gitlab } from "../../src/providers/gitlab";
-import { deliveryRow } from "../helpers/db";
+import { deliveryRow } from "../helpers/store-db";
 import { post, secretsOf, unique } from "../helpers/provider-signers";
 
 // A body of its own per test: GitLab's id is not signed, so the inbox also deduplicates on the body.

@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import { deliveryRow } from "../helpers/db";
+import { deliveryRow } from "../helpers/store-db";
 import { post, secretsOf, shopifySignature, unique } from "../helpers/provider-signers";
 
 // A body of its own per test: Shopify's id is not signed, so the inbox also deduplicates on the body.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { slack } from "../../src/providers/slack";
-import { deliveryRows, deliveryRow } from "../helpers/db";
+import { deliveryRows, deliveryRow } from "../helpers/store-db";
 import { nowSeconds, post, secretsOf, slackHeaders, unique } from "../helpers/provider-signers";
 
 // Slack's worked example (api.slack.com/authentication/verifying-requests-from-slack).

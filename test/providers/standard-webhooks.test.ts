@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { standardWebhooks } from "../../src/providers/standard-webhooks";
-import { deliveryRow } from "../helpers/db";
+import { deliveryRow } from "../helpers/store-db";
 import { post, postWithEnv, unique } from "../helpers/provider-signers";
 import { standardHeaders } from "../helpers/signers";
 

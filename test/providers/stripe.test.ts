@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { stripe } from "../../src/providers/stripe";
-import { deliveryRow } from "../helpers/db";
+import { deliveryRow } from "../helpers/store-db";
 import { nowSeconds, post, secretsOf, stripeSignature, unique } from "../helpers/provider-signers";
 
 const event = (id: string, type = "invoice.paid") => JSON.stringify({ id, object: "event", type, data: { object: { amount: 100 } } });

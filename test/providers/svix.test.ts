@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { deliveryRow } from "../helpers/db";
+import { deliveryRow } from "../helpers/store-db";
 import { post, postWithEnv, svixHeaders, unique } from "../helpers/provider-signers";
 
 const body = '{"type":"invoice.paid","data":{"amount":100}}';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { fromHex } from "../../src/providers/crypto";
 import { twilio } from "../../src/providers/twilio";
-import { deliveryRow } from "../helpers/db";
+import { deliveryRow } from "../helpers/store-db";
 import { BASE_URL, post, postWithEnv, secretsOf, sha256Hex, twilioSignature, unique } from "../helpers/provider-signers";
 
 // twilio-node spec/validation.spec.js
