@@ -39,4 +39,9 @@ export const BOTH_STORES: readonly string[] = [
   "test/providers/stripe.test.ts",
   "test/providers/svix.test.ts",
   "test/providers/twilio.test.ts",
+  "test/ui/deliveries.test.ts",
+  "test/ui/listing-window.test.ts",
+  "test/ui/overview.test.ts",
+  "test/ui/replay.test.ts",
+  "test/ui/security.test.ts",
 ];

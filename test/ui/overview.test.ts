@@ -1,13 +1,19 @@
 /**
  * `GET /ui`: the overview's numbers, each a link to the list it counts, the chart and its text
  * equivalent. It reads the store's snapshot (at most a minute old by design), so each test
- * refreshes the snapshot first.
+ * drops the snapshot first: the page's read then puts a fresh one together.
  */
 import { describe, expect, it } from "vitest";
-import { refreshOverview } from "../../src/store/overview";
-import { env } from "cloudflare:workers";
+import { sql } from "../../src/sql";
+import { OVERVIEW_MARK } from "../../src/store/snapshot";
+import { exec } from "../helpers/store-db";
 import { ui } from "./client";
 import { putDelivery } from "./fixtures";
+
+/** Drops the stored snapshot (either store keeps it in inbox_marks): the next read puts it together afresh. */
+async function dropSnapshot(): Promise<void> {
+  await exec(sql`DELETE FROM inbox_marks WHERE name = ${OVERVIEW_MARK}`);
+}
 
 /** `href` of the link whose accessible name is `label`. */
 function linkTo(html: string, label: string): string | undefined {
@@ -21,7 +27,7 @@ describe("GET /ui", () => {
     await putDelivery({ source: "ui-ov", id: "d2", status: "done", attempts: 1 });
     await putDelivery({ source: "ui-ov", id: "f1", status: "failed", attempts: 5, error: "boom" });
     await putDelivery({ source: "ui-ov", id: "r1", status: "received" });
-    await refreshOverview(env.DB, Date.now());
+    await dropSnapshot();
     const page = await ui("/ui");
     expect(page.status).toBe(200);
     expect(page.headers.get("cache-control")).toBe("no-store");
@@ -41,7 +47,7 @@ describe("GET /ui", () => {
 
   it("shows the oldest waiting delivery's age, linked to the waiting list ending at it", async () => {
     await putDelivery({ source: "ui-ov-wait", id: "w1", status: "received", receivedAtMs: Date.now() - 3_600_000 * 30 });
-    await refreshOverview(env.DB, Date.now());
+    await dropSnapshot();
     const page = await ui("/ui");
     const oldest = /<span class="label">Oldest waiting<\/span><span class="value"><a href="([^"]+)">(\d+ [a-z]+)<\/a>/.exec(page.text);
     expect(oldest?.[2]).toBe("1 d");
@@ -57,7 +63,7 @@ describe("GET /ui", () => {
     await putDelivery({ source: "ui-ov-day", id: "h1", status: "failed", error: "boom" });
     await putDelivery({ source: "ui-ov-day", id: "h2", status: "done" });
     const now = Date.now();
-    await refreshOverview(env.DB, now);
+    await dropSnapshot();
     const page = await ui("/ui");
     expect(page.text).toMatch(/<svg class="chart" viewBox="0 0 \d+ \d+" role="img" aria-labelledby="chart-title chart-summary">/);
     expect(page.text).toContain('<title id="chart-title">Received and failed deliveries per hour, last 24 hours (UTC)</title>');
@@ -81,7 +87,7 @@ describe("GET /ui", () => {
 
   it("escapes a source's name", async () => {
     await putDelivery({ source: "<script>alert(1)</script>", id: "x" });
-    await refreshOverview(env.DB, Date.now());
+    await dropSnapshot();
     const page = await ui("/ui");
     expect(page.text).toContain('<th scope="row">&lt;script&gt;alert(1)&lt;/script&gt;</th>');
     expect(page.text).not.toContain("<script>alert");

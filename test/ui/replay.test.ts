@@ -3,10 +3,10 @@
  * failed ones in bulk by the list's filters, in bounded batches, never more than confirmed. They go
  * through the admin API's replayer; the queue here only records what was sent.
  */
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BULK_BATCH } from "../../src/http/ui/routes/replay";
-import { deliveryRow } from "../helpers/db";
+import { sql } from "../../src/sql";
+import { deliveryRow, exec } from "../helpers/store-db";
 import { recordingProducer } from "../helpers/recording-producer";
 import { ui } from "./client";
 import { putDelivery } from "./fixtures";
@@ -109,7 +109,7 @@ describe("bulk replay of failed deliveries", () => {
     expect(new Set(queue.sent.map((message) => (message as { id: string }).id)).size).toBe(BULK_BATCH + 5);
 
     // One fails again at once: the run is over, it is not taken a second time.
-    await env.DB.prepare("UPDATE deliveries SET status = 'failed', error = 'again' WHERE source = 'ui-bulk-b' AND id = 'b-0'").run();
+    await exec(sql`UPDATE deliveries SET status = 'failed', error = 'again' WHERE source = 'ui-bulk-b' AND id = 'b-0'`);
     const done = await ui(second.headers.get("location")!);
     expect(done.text).toContain("Done: every delivery you confirmed was replayed.");
     expect(done.text).toContain("1 failed delivery of the source ui-bulk-b can be replayed now.");

@@ -2,10 +2,12 @@
  * What every dashboard response carries (no-store, CSP with a nonce, no framing), what every POST
  * must be (a form of this origin), and how errors are shown (a page, nothing internal).
  */
-import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { storeDelivery } from "../helpers/processing";
 import { MAX_FORM_BYTES } from "../../src/http/ui/security";
+import { sql } from "../../src/sql";
+import { storeDelivery } from "../helpers/processing";
+import { exec, firstRow, storeName } from "../helpers/store-db";
+import { faultyStore, pgError } from "../helpers/store-faults";
 import { ui } from "./client";
 
 const ref = { source: "ui-security", id: "sec-1" };
@@ -82,7 +84,7 @@ describe("every dashboard response", () => {
 describe("CSRF: every POST", () => {
   it.each(POSTS)("POST %s from another origin is refused with 403 and changes nothing", async (path, form) => {
     await storeDelivery(ref, { n: 1 });
-    await env.DB.prepare("UPDATE deliveries SET status = 'failed', error = 'kept' WHERE source = ?1 AND id = ?2").bind(ref.source, ref.id).run();
+    await exec(sql`UPDATE deliveries SET status = 'failed', error = 'kept' WHERE source = ${ref.source} AND id = ${ref.id}`);
     for (const headers of [
       { origin: "https://evil.example" } as Record<string, string>,
       { origin: "https://evil.example", "sec-fetch-site": "cross-site" },
@@ -94,7 +96,7 @@ describe("CSRF: every POST", () => {
       expect(result.text).toContain("not sent from this dashboard");
       expect(result.headers.getSetCookie()).toEqual([]);
     }
-    const row = await env.DB.prepare("SELECT status, error FROM deliveries WHERE source = ?1 AND id = ?2").bind(ref.source, ref.id).first();
+    const row = await firstRow(sql`SELECT status, error FROM deliveries WHERE source = ${ref.source} AND id = ${ref.id}`);
     expect(row).toEqual({ status: "failed", error: "kept" });
   });
 
@@ -122,19 +124,20 @@ describe("CSRF: every POST", () => {
 
 describe("errors", () => {
   it("render an HTML page without internals when a store call throws", async () => {
-    const spy = vi.spyOn(env.DB, "prepare").mockImplementation(() => {
-      throw new Error("D1_ERROR: no such table: secret_internal_table SQLITE_ERROR");
-    });
+    // Each database's own error, naming an internal table.
+    const failing = faultyStore(() =>
+      storeName === "d1" ? new Error("D1_ERROR: no such table: secret_internal_table SQLITE_ERROR") : pgError("42P01", 'relation "secret_internal_table" does not exist'),
+    );
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     try {
-      const page = await ui("/ui/deliveries");
+      const page = await ui("/ui/deliveries", { env: failing.bindings });
+      expect(failing.faulted.length).toBeGreaterThan(0);
       expect(page.status).toBe(500);
       expect(page.headers.get("content-type")).toMatch(/^text\/html/);
       expect(page.headers.get("cache-control")).toBe("no-store");
       expect(page.text).toContain("Something went wrong");
-      expect(page.text).not.toMatch(/secret_internal_table|D1_ERROR|SQLITE|at \w+ \(/);
+      expect(page.text).not.toMatch(/secret_internal_table|D1_ERROR|SQLITE|42P01|at \w+ \(/);
     } finally {
-      spy.mockRestore();
       errors.mockRestore();
     }
   });
