@@ -1,7 +1,8 @@
 /**
  * Drives the real local runtime from outside, as a provider would: `wrangler dev` on a free
  * port with its own state directory and its own dev secrets, real HTTP, and a hard stop
- * (SIGKILL of the whole process group) that is always run.
+ * (SIGKILL of the whole process group) that is always run. On D1 by default; on Postgres
+ * (wrangler.toml's `postgres` environment) with `new LocalInbox({ postgres: { url } })`.
  */
 import { spawn, execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -11,6 +12,7 @@ import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { promisify } from "node:util";
 import { fileURLToPath } from "node:url";
+import pg from "pg";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 // Run wrangler's entry with this very Node (22, from the `node` devDependency under npm
@@ -63,18 +65,32 @@ export function configWithoutConsumer() {
   return { path: join(dir, "wrangler.toml"), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/** wrangler.toml's environment whose Hyperdrive binding makes the inbox run on Postgres. */
+export const POSTGRES_ENVIRONMENT = "postgres";
+/** pg's type ids of int8 (COUNT(*), bigint) and numeric (SUM of a bigint), which it returns as text. */
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+
 /**
  * A local inbox: `start()` applies migrations to its state directory and starts wrangler dev;
  * `kill()` SIGKILLs its process group (state survives); `start()` again restarts on the same state.
+ *
+ * With `postgres: { url }` it runs wrangler.toml's `postgres` environment, its Hyperdrive binding
+ * connected to that database (CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_HYPERDRIVE), and
+ * `sql()` queries that database from Node. The database is the caller's: started, migrated and
+ * stopped by it, never touched by `kill()` or `stop()`. The local D1 database is not migrated then:
+ * the Postgres store must not need it.
  */
 export class LocalInbox {
   /**
-   * @param {{ vars?: Record<string, string>, log?: boolean, config?: string, migrate?: boolean }} [options]
-   * `migrate`: apply the D1 migrations of the config before starting (default: only for the inbox's own config).
+   * @param {{ vars?: Record<string, string>, log?: boolean, config?: string, migrate?: boolean, postgres?: { url: string } }} [options]
+   * `migrate`: apply the D1 migrations of the config before starting (default: only for the inbox's
+   * own config on D1). `postgres.url`: the migrated Postgres database the inbox runs on.
    */
   constructor(options = {}) {
     this.config = options.config;
-    this.migrate = options.migrate ?? !options.config;
+    this.postgres = options.postgres;
+    this.migrate = options.migrate ?? (!options.config && !options.postgres);
     this.stateDir = mkdtempSync(join(tmpdir(), "webhook-inbox-e2e-"));
     // Only secrets by default, like a user's own .dev.vars: nothing may need a setting to work.
     this.vars = { ...SECRETS, ...options.vars };
@@ -101,6 +117,7 @@ export class LocalInbox {
     const args = ["dev", "--port", String(this.port), "--ip", "127.0.0.1", "--inspector-port", String(inspectorPort)];
     args.push("--persist-to", this.stateDir, "--show-interactive-dev-session=false", "--log-level", "warn");
     if (this.config) args.push("--config", this.config);
+    if (this.postgres) args.push("--env", POSTGRES_ENVIRONMENT);
     // Our own env file, so a developer's .dev.vars never leaks into the runtime under test.
     const envFile = join(this.stateDir, "e2e.env");
     writeFileSync(envFile, Object.entries(this.vars).map(([name, value]) => `${name}=${value}`).join("\n"));
@@ -113,6 +130,7 @@ export class LocalInbox {
     const own = { WRANGLER_REGISTRY_PATH: join(this.stateDir, "registry"), TMPDIR: join(this.stateDir, "tmp") };
     mkdirSync(own.TMPDIR, { recursive: true });
     const env = { ...process.env, CI: "true", ...own };
+    if (this.postgres) env.CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_HYPERDRIVE = this.postgres.url;
     this.child = spawn(process.execPath, [WRANGLER_ENTRY, ...args], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env });
     const capture = (chunk) => {
       this.output = (this.output + chunk.toString()).slice(-20_000);
@@ -173,8 +191,13 @@ export class LocalInbox {
     rmSync(this.stateDir, { recursive: true, force: true });
   }
 
-  /** Runs SQL against the local D1 database of this inbox (works while wrangler dev runs). */
-  async sql(command) {
+  /**
+   * Runs SQL against the inbox's database and returns its rows: the local D1 database (works while
+   * wrangler dev runs), or with `postgres` the Postgres database, from Node with `pg`, `params`
+   * bound as $1, $2, …; there COUNT(*) and SUM come back as numbers, as from D1.
+   */
+  async sql(command, params = []) {
+    if (this.postgres) return postgresQuery(this.postgres.url, command, params);
     const { stdout } = await run(
       ["d1", "execute", "webhook-inbox", "--local", "--persist-to", this.stateDir, "--json", "--command", command],
       { cwd: ROOT, env: { ...process.env, CI: "true" }, maxBuffer: 64 * 1024 * 1024 },
@@ -202,6 +225,23 @@ export class LocalInbox {
       headers: { authorization: `Bearer ${this.vars.ADMIN_TOKEN}`, ...(init.headers ?? {}) },
     });
     return { status: response.status, json: await response.json().catch(() => null) };
+  }
+}
+
+/**
+ * One query on a connection of its own, int8 and numeric read as numbers (exact up to 2^53, which
+ * the counts and sums of a test stay far below).
+ */
+async function postgresQuery(url, command, params) {
+  const client = new pg.Client({
+    connectionString: url,
+    types: { getTypeParser: (oid, format) => (oid === INT8_OID || oid === NUMERIC_OID ? Number : pg.types.getTypeParser(oid, format)) },
+  });
+  await client.connect();
+  try {
+    return (await client.query(command, params)).rows;
+  } finally {
+    await client.end();
   }
 }
 
