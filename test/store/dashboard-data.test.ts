@@ -1,23 +1,22 @@
 /**
  * What the dashboard reads of one delivery (migrations/0008): its request headers, never a
- * credential, and its attempt history, both written by statements that run anyway, at no row more.
- * Real D1, the real receiver and the real consumer.
+ * credential, and its attempt history, both written by statements that run anyway (D1's rows
+ * written for them: write-cost.test.ts). The real store (D1 or Postgres), receiver and consumer.
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { PermanentError } from "../../src/processing/errors";
 import { defineHandlers, type Handler } from "../../src/processing/handlers";
-import { getDelivery } from "../../src/store/admin";
-import { findDeliveryById, listDeliveries } from "../../src/store/listing";
-import { resetForReplay } from "../../src/store/replay";
-import { MAX_ATTEMPT_LOG } from "../../src/store/attempt-log";
 import { hmac } from "../../src/providers/hmac";
+import { sql } from "../../src/sql";
+import { openStore } from "../../src/store";
+import { MAX_ATTEMPT_LOG } from "../../src/store/attempt-log";
 import { headersToStore, MAX_HEADERS_BYTES } from "../../src/store/headers";
-import { claimedDelivery, markDeferred, markDone, markRetrying, markTakeover, readClaim } from "../../src/store/lifecycle";
-import { insertDelivery } from "../../src/store/record";
-import { applyRetention } from "../../src/store/sweep";
-import { post, sha256Hex, stripeSignature, unique } from "../helpers/provider-signers";
 import { consume, storeDelivery } from "../helpers/processing";
+import { post, sha256Hex, stripeSignature, unique } from "../helpers/provider-signers";
+import { exec, recordDelivery } from "../helpers/store-db";
+
+const store = () => openStore(env);
 
 const NOW = Date.parse("2026-12-04T00:00:00.000Z");
 const body = new TextEncoder().encode('{"type":"payment.succeeded"}');
@@ -76,7 +75,7 @@ describe("the receiver stores the request headers", () => {
     const id = unique("gl");
     const reply = await post("gitlab", gitlabBody, { "x-gitlab-token": env.GITLAB_WEBHOOK_SECRET, "idempotency-key": id, "x-gitlab-event": "Push Hook", authorization: "Basic c2VjcmV0" });
     expect(reply.json.status).toBe("stored");
-    const detail = await getDelivery(env.DB, { source: "gitlab", id });
+    const detail = await store().get({ source: "gitlab", id });
     const names = detail!.headers!.map(([name]) => name);
     expect(names).toEqual(expect.arrayContaining(["idempotency-key", "x-gitlab-event"]));
     expect(names).not.toContain("x-gitlab-token");
@@ -87,7 +86,7 @@ describe("the receiver stores the request headers", () => {
     const stripeBody = JSON.stringify({ id: stripeId, type: "charge.succeeded" });
     const signature = await stripeSignature(stripeBody);
     expect((await post("stripe", stripeBody, { "stripe-signature": signature, "content-type": "application/json" })).json.status).toBe("stored");
-    expect((await getDelivery(env.DB, { source: "stripe", id: stripeId }))!.headers).toEqual(
+    expect((await store().get({ source: "stripe", id: stripeId }))!.headers).toEqual(
       expect.arrayContaining([
         ["stripe-signature", signature],
         ["content-type", "application/json"],
@@ -97,11 +96,11 @@ describe("the receiver stores the request headers", () => {
 
   it("are cleared by retention with the body", async () => {
     const ref = { source: "dash-retention", id: "old-done" };
-    await insertDelivery(env.DB, { ...ref, eventType: null, body, receivedAtMs: NOW - 40 * 86_400_000, headers: '[["x-a","b"]]' }).run();
-    await markDone(env.DB, ref, NOW, true, NOW).run();
-    expect((await getDelivery(env.DB, ref))!.headers).toEqual([["x-a", "b"]]);
-    await applyRetention(env.DB, NOW - 365 * 86_400_000, NOW - 7 * 86_400_000, 1_000);
-    const detail = await getDelivery(env.DB, ref);
+    await recordDelivery({ ...ref, eventType: null, body, receivedAtMs: NOW - 40 * 86_400_000, headers: '[["x-a","b"]]' });
+    expect(await store().commitDone(ref, NOW, { handled: true, effects: [] }, NOW)).toEqual({ kind: "committed" });
+    expect((await store().get(ref))!.headers).toEqual([["x-a", "b"]]);
+    await store().applyRetention(NOW - 365 * 86_400_000, NOW - 7 * 86_400_000, 1_000);
+    const detail = await store().get(ref);
     expect(detail).toMatchObject({ body: null, headers: null });
   });
 });
@@ -117,7 +116,7 @@ describe("the attempt history", () => {
     const handlers = defineHandlers({ dash: { "*": flaky } });
     expect((await consume([ref], handlers)).outcomes.map((outcome) => outcome.reason)).toEqual(["handler_error"]);
     expect((await consume([ref], handlers)).outcomes.map((outcome) => outcome.reason)).toEqual(["done"]);
-    let log = (await getDelivery(env.DB, ref))!.attemptLog;
+    let log = (await store().get(ref))!.attemptLog;
     expect(log).toMatchObject([
       { attempt: 1, outcome: "retry", error: expect.stringContaining("upstream said 503") },
       { attempt: 2, outcome: "done", error: null },
@@ -127,8 +126,8 @@ describe("the attempt history", () => {
       expect(entry.ms).toBeGreaterThanOrEqual(0);
     }
 
-    expect(await resetForReplay(env.DB, ref, ["done"], Date.now())).toBe(true);
-    log = (await getDelivery(env.DB, ref))!.attemptLog;
+    expect(await store().resetForReplay(ref, ["done"], Date.now())).toBe(true);
+    log = (await store().get(ref))!.attemptLog;
     expect(log.map((entry) => [entry.attempt, entry.outcome])).toEqual([
       [1, "retry"],
       [2, "done"],
@@ -149,19 +148,18 @@ describe("the attempt history", () => {
       },
     });
     await consume([failing, unhandled], handlers);
-    expect((await getDelivery(env.DB, failing))!.attemptLog).toMatchObject([{ attempt: 1, outcome: "failed", error: "PermanentError: card_declined is final" }]);
-    expect((await getDelivery(env.DB, unhandled))!.attemptLog).toMatchObject([{ attempt: 1, outcome: "unhandled" }]);
+    expect((await store().get(failing))!.attemptLog).toMatchObject([{ attempt: 1, outcome: "failed", error: "PermanentError: card_declined is final" }]);
+    expect((await store().get(unhandled))!.attemptLog).toMatchObject([{ attempt: 1, outcome: "unhandled" }]);
   });
 
-  it("records a vanished run when a takeover finds it, once, even when the takeover's statement runs twice", async () => {
+  it("records a vanished run when a takeover finds it, once, even when the takeover's claim runs twice", async () => {
     const ref = { source: "dash", id: unique("vanished") };
-    await insertDelivery(env.DB, { ...ref, eventType: null, body, receivedAtMs: NOW }).run();
-    expect(claimedDelivery(await markTakeover(env.DB, ref, 10, 0, 5, NOW).run())).toMatchObject({ kind: "run", attempt: 1 });
-    const takeover = markTakeover(env.DB, ref, 20, 10, 5, NOW + 1);
-    expect(claimedDelivery(await takeover.run())).toMatchObject({ kind: "run", attempt: 2 });
-    await markTakeover(env.DB, ref, 20, 10, 5, NOW + 1).run();
-    await markDone(env.DB, ref, 20, true, NOW + 500, { startedAtMs: NOW + 1 }).run();
-    expect((await getDelivery(env.DB, ref))!.attemptLog).toEqual([
+    await recordDelivery({ ...ref, eventType: null, body, receivedAtMs: NOW });
+    expect(await store().claim(ref, 10, { previousToken: 0, maxAttempts: 5 }, NOW)).toMatchObject({ kind: "run", attempt: 1 });
+    expect(await store().claim(ref, 20, { previousToken: 10, maxAttempts: 5 }, NOW + 1)).toMatchObject({ kind: "run", attempt: 2 });
+    expect(await store().claim(ref, 20, { previousToken: 10, maxAttempts: 5 }, NOW + 1)).toMatchObject({ kind: "run", attempt: 2 });
+    expect(await store().commitDone(ref, 20, { handled: true, effects: [], run: { startedAtMs: NOW + 1 } }, NOW + 500)).toEqual({ kind: "committed" });
+    expect((await store().get(ref))!.attemptLog).toEqual([
       { attempt: 1, at: null, ms: null, outcome: "vanished", error: "the worker's lease ran out without a result" },
       { attempt: 2, at: "2026-12-04T00:00:00.001Z", ms: 499, outcome: "done", error: null },
     ]);
@@ -169,13 +167,13 @@ describe("the attempt history", () => {
 
   it("keeps deferrals in a row with the same reason as one entry, its time the latest and a count", async () => {
     const ref = { source: "dash", id: unique("deferrals") };
-    await insertDelivery(env.DB, { ...ref, eventType: null, body, receivedAtMs: NOW }).run();
+    await recordDelivery({ ...ref, eventType: null, body, receivedAtMs: NOW });
     const busy = "the forward destination has 2 requests in flight already";
-    expect(await markRetrying(env.DB, ref, 1, "RetryAfterError: the forward destination answered 503", NOW + 10, { startedAtMs: NOW })).toBe(true);
-    for (const token of [2, 3, 4]) expect(await markDeferred(env.DB, ref, token, NOW + token * 1_000 + 7, { startedAtMs: NOW + token * 1_000 }, busy)).toBe(true);
-    expect(await markDeferred(env.DB, ref, 5, NOW + 5_000, undefined)).toBe(true);
-    expect(await markDeferred(env.DB, ref, 6, NOW + 6_003, { startedAtMs: NOW + 6_000 }, busy)).toBe(true);
-    expect((await getDelivery(env.DB, ref))!.attemptLog).toEqual([
+    expect(await store().markRetrying(ref, 1, "RetryAfterError: the forward destination answered 503", NOW + 10, { startedAtMs: NOW })).toBe(true);
+    for (const token of [2, 3, 4]) expect(await store().markDeferred(ref, token, NOW + token * 1_000 + 7, { startedAtMs: NOW + token * 1_000 }, busy)).toBe(true);
+    expect(await store().markDeferred(ref, 5, NOW + 5_000, undefined)).toBe(true);
+    expect(await store().markDeferred(ref, 6, NOW + 6_003, { startedAtMs: NOW + 6_000 }, busy)).toBe(true);
+    expect((await store().get(ref))!.attemptLog).toEqual([
       { attempt: 1, at: "2026-12-04T00:00:00.000Z", ms: 10, outcome: "retry", error: "RetryAfterError: the forward destination answered 503" },
       { attempt: null, at: "2026-12-04T00:00:04.000Z", ms: 7, outcome: "deferred", error: `${busy} (not counted)`, count: 3 },
       { attempt: null, at: null, ms: null, outcome: "deferred", error: "cut short: the consumer invocation's time ran out (not counted)" },
@@ -185,28 +183,14 @@ describe("the attempt history", () => {
 
   it(`keeps the last ${MAX_ATTEMPT_LOG} entries`, async () => {
     const ref = { source: "dash", id: unique("long") };
-    await insertDelivery(env.DB, { ...ref, eventType: null, body, receivedAtMs: NOW }).run();
+    await recordDelivery({ ...ref, eventType: null, body, receivedAtMs: NOW });
     for (let round = 0; round < MAX_ATTEMPT_LOG + 5; round++) {
-      await env.DB.prepare("UPDATE deliveries SET status = 'done' WHERE source = ?1 AND id = ?2").bind(ref.source, ref.id).run();
-      expect(await resetForReplay(env.DB, ref, ["done"], NOW + round)).toBe(true);
+      await exec(sql`UPDATE deliveries SET status = 'done' WHERE source = ${ref.source} AND id = ${ref.id}`);
+      expect(await store().resetForReplay(ref, ["done"], NOW + round)).toBe(true);
     }
-    const log = (await getDelivery(env.DB, ref))!.attemptLog;
+    const log = (await store().get(ref))!.attemptLog;
     expect(log).toHaveLength(MAX_ATTEMPT_LOG);
     expect(log[0]!.at).toBe(new Date(NOW + 5).toISOString());
-  });
-});
-
-describe("rows written with the new columns", () => {
-  it("stays 3 to store with headers, 0 to claim, 1 to mark done with the history; an unhandled done pays 1 more", async () => {
-    const ref = { source: "dash-cost", id: "hot-path" };
-    const insert = await insertDelivery(env.DB, { ...ref, eventType: "payment.succeeded", body, receivedAtMs: NOW, headers: '[["stripe-signature","t=1,v1=ab"]]' }).run();
-    const claim = await readClaim(env.DB, ref, NOW + 1).run();
-    const done = await markDone(env.DB, ref, NOW + 1, true, NOW + 20, { startedAtMs: NOW }).run();
-    expect([insert.meta.rows_written, claim.meta.rows_written, done.meta.rows_written]).toEqual([3, 0, 1]);
-
-    const other = { source: "dash-cost", id: "unhandled" };
-    await insertDelivery(env.DB, { ...other, eventType: null, body, receivedAtMs: NOW }).run();
-    expect((await markDone(env.DB, other, NOW + 1, false, NOW + 20, { startedAtMs: NOW }).run()).meta.rows_written).toBe(2);
   });
 });
 
@@ -220,9 +204,9 @@ describe("finding deliveries", () => {
       ["c", "charge.failed", 20],
       ["d", "invoice.paid", 30],
     ] as const) {
-      await insertDelivery(env.DB, { source, id, eventType: type, body, receivedAtMs: at(minutes) }).run();
+      await recordDelivery({ source, id, eventType: type, body, receivedAtMs: at(minutes) });
     }
-    const ids = async (filter: object) => (await listDeliveries(env.DB, { source, limit: 10, ...filter })).deliveries.map((delivery) => delivery.id);
+    const ids = async (filter: object) => (await store().list({ source, limit: 10, ...filter })).deliveries.map((delivery) => delivery.id);
     expect(await ids({ eventType: "invoice.paid" })).toEqual(["d", "b", "a"]);
     expect(await ids({ since: new Date(at(10)).toISOString(), until: new Date(at(30)).toISOString() })).toEqual(["c", "b"]);
     expect(await ids({ eventType: "invoice.paid", since: new Date(at(5)).toISOString() })).toEqual(["d", "b"]);
@@ -230,10 +214,10 @@ describe("finding deliveries", () => {
 
   it("looks one id up across sources, newest first, and finds nothing for an unknown one", async () => {
     const id = await sha256Hex(unique("shared"));
-    await insertDelivery(env.DB, { source: "dash-one", id, eventType: null, body, receivedAtMs: NOW }).run();
-    await insertDelivery(env.DB, { source: "dash-two", id, eventType: null, body, receivedAtMs: NOW + 1 }).run();
-    const found = await findDeliveryById(env.DB, ["dash-one", "dash-two", "dash-three"], id);
+    await recordDelivery({ source: "dash-one", id, eventType: null, body, receivedAtMs: NOW });
+    await recordDelivery({ source: "dash-two", id, eventType: null, body, receivedAtMs: NOW + 1 });
+    const found = await store().findById(["dash-one", "dash-two", "dash-three"], id);
     expect(found.map((delivery) => delivery.source)).toEqual(["dash-two", "dash-one"]);
-    expect(await findDeliveryById(env.DB, ["dash-one"], "nope")).toEqual([]);
+    expect(await store().findById(["dash-one"], "nope")).toEqual([]);
   });
 });

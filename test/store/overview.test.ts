@@ -1,44 +1,60 @@
 /**
- * The overview's numbers (store/overview.ts) against an exact count of the table, through every
- * way a delivery's status changes: the walk counts each row once, retention takes back what it
- * deletes, a replay moves a row between statuses; and none of it reads the table as a whole.
+ * The overview's numbers through the store (`overview`, `maintainOverview`, `stats`), on either
+ * store, against an exact count of the table, through every way a delivery's status changes: the
+ * walk counts each row once, retention takes back what it deletes, a replay moves a row between
+ * statuses, a row that lands behind the count's mark is still counted. D1's walk in small
+ * stretches and its read costs: overview-d1.test.ts; Postgres's: test/postgres/overview.test.ts.
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { deliveryStats } from "../../src/store/admin";
-import { resetForReplay } from "../../src/store/replay";
-import { markDone, markFailed, markTakeover } from "../../src/store/lifecycle";
-import { advanceCounts, COUNT_LAG_MS, COUNT_SQL, OVERVIEW_MAX_AGE_MS, OVERVIEW_SQL, readOverview, refreshOverview } from "../../src/store/overview";
-import { insertDelivery } from "../../src/store/record";
-import { applyRetention, RETENTION_SQL } from "../../src/store/sweep";
+import { sql } from "../../src/sql";
+import { openStore } from "../../src/store";
+import { COUNT_LAG_MS, COUNTED_THROUGH, OVERVIEW_MARK, OVERVIEW_MAX_AGE_MS } from "../../src/store/snapshot";
+import { count, exec, firstRow, recordDelivery } from "../helpers/store-db";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const body = new TextEncoder().encode("{}");
+const store = () => openStore(env);
 
 type Fate = "done" | "unhandled" | "failed" | "received" | "processing";
 
-/** Stores a delivery received at `atMs` and moves it to `fate` as processing would. */
+/** Stores a delivery received at `atMs` and moves it to `fate` as processing would, under the lease token `atMs + 1`. */
 async function seed(source: string, id: string, atMs: number, fate: Fate): Promise<void> {
   const ref = { source, id };
-  await insertDelivery(env.DB, { ...ref, eventType: "test.event", body, receivedAtMs: atMs }).run();
+  await recordDelivery({ ...ref, eventType: "test.event", body, receivedAtMs: atMs });
   const token = atMs + 1;
-  if (fate === "done" || fate === "unhandled") await markDone(env.DB, ref, token, fate === "done", atMs + 10).run();
-  if (fate === "failed") expect(await markFailed(env.DB, ref, token, "boom", atMs + 10)).toBe(true);
-  if (fate === "processing") await markTakeover(env.DB, ref, token, 0, 5, atMs + 10).run();
+  if (fate === "done" || fate === "unhandled") expect(await store().commitDone(ref, token, { handled: fate === "done", effects: [] }, atMs + 10)).toEqual({ kind: "committed" });
+  if (fate === "failed") expect(await store().markFailed(ref, token, "boom", atMs + 10)).toBe(true);
+  if (fate === "processing") expect(await store().claim(ref, token, { previousToken: 0, maxAttempts: 5 }, atMs + 10)).toMatchObject({ kind: "run" });
 }
 
 /** The exact counts of these sources, from a full count of the table. */
 async function exact(sources: readonly string[], nowMs: number) {
-  const stats = await deliveryStats(env.DB, nowMs);
+  const stats = await store().stats(nowMs);
   return Object.fromEntries(sources.map((source) => [source, stats.bySource[source] ?? { received: 0, processing: 0, done: 0, failed: 0 }]));
 }
 
+/** The overview put together afresh at `nowMs`: the stored snapshot dropped first (either store keeps it in inbox_marks). */
+async function freshOverview(nowMs: number) {
+  await exec(sql`DELETE FROM inbox_marks WHERE name = ${OVERVIEW_MARK}`);
+  return store().overview(nowMs);
+}
+
 async function snapshotOf(sources: readonly string[], nowMs: number) {
-  const overview = await refreshOverview(env.DB, nowMs);
+  const overview = await freshOverview(nowMs);
   return Object.fromEntries(sources.map((source) => [source, overview.bySource[source] ?? { received: 0, processing: 0, done: 0, failed: 0 }]));
 }
 
+/** How far the count's walk has come. */
+async function countedThrough(): Promise<string> {
+  return (await firstRow<{ value: string }>(sql`SELECT value FROM inbox_marks WHERE name = ${COUNTED_THROUGH}`))!.value;
+}
+
+const unhandledRows = () => count(sql`SELECT COUNT(*) AS n FROM deliveries WHERE status = 'done' AND handled = ${false}`);
+
+// Each test walks the count's mark up to its own `now`, and rows stored behind the mark are dated
+// at it (see below): so each test's clock is ahead of the one before.
 describe("the overview's counts", () => {
   it("equal an exact count, whether the rows were passed by the walk or not, after retention and a replay", async () => {
     const now = Date.now();
@@ -51,67 +67,51 @@ describe("the overview's counts", () => {
     }
     // Nothing walked yet: all of it is counted past the mark.
     expect(await snapshotOf(sources, now)).toEqual(await exact(sources, now));
-    // The walk passes the old rows (the newest stay past the mark, COUNT_LAG_MS), in small stretches.
-    while ((await advanceCounts(env.DB, now, 4)) !== null && (await env.DB.prepare("SELECT value FROM inbox_marks WHERE name = 'counted_through'").first<{ value: string }>())!.value < new Date(now - COUNT_LAG_MS).toISOString());
+    // The sweeper's part walks past the old rows (the newest stay past the mark, COUNT_LAG_MS).
+    await store().maintainOverview(now);
+    expect(await countedThrough()).toBe(new Date(now - COUNT_LAG_MS).toISOString());
     expect(await snapshotOf(sources, now)).toEqual(await exact(sources, now));
     // Walking again counts nothing twice.
-    expect(await advanceCounts(env.DB, now)).toBeNull();
+    await store().maintainOverview(now);
     expect(await snapshotOf(sources, now)).toEqual(await exact(sources, now));
 
     // Retention deletes the settled rows of 40 days ago (counted ones): the totals lose them.
-    const { deleted } = await applyRetention(env.DB, now - 30 * DAY, now - 365 * DAY, 1_000);
+    const { deleted } = await store().applyRetention(now - 30 * DAY, now - 365 * DAY, 1_000);
     expect(deleted).toBeGreaterThanOrEqual(4);
     expect((await exact(sources, now))["ov-a"]).toEqual({ received: 1, processing: 1, done: 0, failed: 0 });
     expect(await snapshotOf(sources, now)).toEqual(await exact(sources, now));
 
     // A replay of a failed delivery behind the mark: failed → received, nothing else moves.
-    expect(await resetForReplay(env.DB, { source: "ov-b", id: "old-3" }, ["failed"], now)).toBe(true);
+    expect(await store().resetForReplay({ source: "ov-b", id: "old-3" }, ["failed"], now)).toBe(true);
     expect(await snapshotOf(sources, now)).toEqual(await exact(sources, now));
-    const overview = await refreshOverview(env.DB, now);
-    const unhandled = await env.DB.prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'done' AND handled = 0").first<{ n: number }>();
-    expect(overview.unhandled).toBe(unhandled!.n);
+    expect((await freshOverview(now)).unhandled).toBe(await unhandledRows());
   });
 
-  it("counts a stretch once when several sweeps walk it at the same moment", async () => {
-    const now = Date.now() + 10 * DAY;
-    for (let index = 0; index < 12; index++) await seed("ov-race", `r-${index}`, now - DAY + index, "done");
-    // Three walks at once over a stretch they have not passed yet, in small steps, until done.
-    const walk = async () => {
-      while ((await advanceCounts(env.DB, now, 2)) !== null);
-    };
-    await Promise.all([walk(), walk(), walk()]);
-    expect((await snapshotOf(["ov-race"], now))["ov-race"]).toEqual({ received: 0, processing: 0, done: 12, failed: 0 });
-    const counted = await env.DB.prepare("SELECT total FROM inbox_counts WHERE source = 'ov-race'").first<{ total: number }>();
-    expect(counted!.total).toBe(12);
-  });
-
-  // Each test walks the count's mark up to its own `now`, and rows stored behind the mark are dated
-  // at it (see the next tests): so each test's clock is ahead of the one before.
-  it("keeps the unhandled count exact through done marks, a replay and retention, with no index to count", async () => {
+  it("keeps the unhandled count exact through done marks, a replay and retention", async () => {
     const now = Date.now() + 100 * DAY;
     for (let index = 0; index < 6; index++) await seed("ov-unhandled", `u-${index}`, now - 40 * DAY + index, index < 4 ? "unhandled" : "done");
-    const count = async () => (await env.DB.prepare("SELECT unhandled FROM inbox_counts WHERE source = 'ov-unhandled'").first<{ unhandled: number }>())!.unhandled;
-    expect(await count()).toBe(4);
-    expect(await resetForReplay(env.DB, { source: "ov-unhandled", id: "u-0" }, ["done"], now)).toBe(true);
-    expect(await count()).toBe(3);
+    const unhandled = () => count(sql`SELECT unhandled FROM inbox_counts WHERE source = 'ov-unhandled'`);
+    expect(await unhandled()).toBe(4);
+    expect(await store().resetForReplay({ source: "ov-unhandled", id: "u-0" }, ["done"], now)).toBe(true);
+    expect(await unhandled()).toBe(3);
     // Retention deletes the settled ones (40 days old): the count loses the 3 unhandled among them.
-    while ((await advanceCounts(env.DB, now)) !== null);
-    expect((await applyRetention(env.DB, now - 30 * DAY, now - 365 * DAY, 1_000)).deleted).toBeGreaterThanOrEqual(5);
-    expect(await count()).toBe(0);
-    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'done' AND handled = 0").first<{ n: number }>())!.n).toBe(0);
+    await store().maintainOverview(now);
+    expect((await store().applyRetention(now - 30 * DAY, now - 365 * DAY, 1_000)).deleted).toBeGreaterThanOrEqual(5);
+    expect(await unhandled()).toBe(0);
+    expect(await unhandledRows()).toBe(0);
   });
 
   it("dates a row that lands behind the count's mark at the mark, so that the walk still counts it and retention never takes it out uncounted", async () => {
     const now = Date.now() + 200 * DAY;
-    while ((await advanceCounts(env.DB, now)) !== null);
-    const mark = (await env.DB.prepare("SELECT value FROM inbox_marks WHERE name = 'counted_through'").first<{ value: string }>())!.value;
+    await store().maintainOverview(now);
+    const mark = await countedThrough();
     // Received (by its receiver's clock) ten minutes before the mark, stored only now.
     await seed("ov-late", "late", Date.parse(mark) - 10 * 60_000, "done");
-    const row = await env.DB.prepare("SELECT received_at FROM deliveries WHERE source = 'ov-late'").first<{ received_at: string }>();
+    const row = await firstRow<{ received_at: string }>(sql`SELECT received_at FROM deliveries WHERE source = 'ov-late'`);
     expect(row!.received_at).toBe(mark);
-    while ((await advanceCounts(env.DB, now + HOUR)) !== null);
-    expect((await snapshotOf(["ov-late"], now + HOUR))["ov-late"]).toEqual(await exact(["ov-late"], now + HOUR).then((all) => all["ov-late"]));
-    expect((await env.DB.prepare("SELECT total FROM inbox_counts WHERE source = 'ov-late'").first<{ total: number }>())!.total).toBe(1);
+    await store().maintainOverview(now + HOUR);
+    expect((await snapshotOf(["ov-late"], now + HOUR))["ov-late"]).toEqual((await exact(["ov-late"], now + HOUR))["ov-late"]);
+    expect(await count(sql`SELECT total FROM inbox_counts WHERE source = 'ov-late'`)).toBe(1);
   });
 
   it("counts received and failed per hour over the last 24 hours", async () => {
@@ -120,8 +120,8 @@ describe("the overview's counts", () => {
     await seed("ov-hours", "b", Date.parse("2030-01-02T09:50:00.000Z"), "failed");
     await seed("ov-hours", "c", Date.parse("2030-01-02T10:29:00.000Z"), "done");
     await seed("ov-hours", "d", Date.parse("2030-01-01T09:59:00.000Z"), "failed"); // 24 h 31 min ago: outside
-    await advanceCounts(env.DB, now);
-    const overview = await refreshOverview(env.DB, now);
+    await store().maintainOverview(now);
+    const overview = await freshOverview(now);
     expect(overview.hourly).toHaveLength(24);
     expect(overview.hourly[0]!.hour).toBe("2030-01-01T11:00:00.000Z");
     expect(overview.hourly.at(-2)).toEqual({ hour: "2030-01-02T09:00:00.000Z", received: 2, failed: 1 });
@@ -131,75 +131,20 @@ describe("the overview's counts", () => {
 
   it("are served from the snapshot for a minute, then put together again", async () => {
     const now = Date.parse("2031-01-01T00:00:00.000Z");
-    await refreshOverview(env.DB, now);
-    const before = (await readOverview(env.DB, now + 1_000)).counts.done;
+    await freshOverview(now);
+    const before = (await store().overview(now + 1_000)).counts.done;
     await seed("ov-cache", "x", now - DAY, "done");
-    expect((await readOverview(env.DB, now + OVERVIEW_MAX_AGE_MS - 1)).counts.done).toBe(before);
-    const later = await readOverview(env.DB, now + OVERVIEW_MAX_AGE_MS);
+    expect((await store().overview(now + OVERVIEW_MAX_AGE_MS - 1)).counts.done).toBe(before);
+    const later = await store().overview(now + OVERVIEW_MAX_AGE_MS);
     expect(later.counts.done).toBe(before + 1);
     expect(later.asOf).toBe(new Date(now + OVERVIEW_MAX_AGE_MS).toISOString());
   });
 
   it("reads the oldest waiting delivery live", async () => {
     const now = Date.parse("2032-01-01T00:00:00.000Z");
-    await refreshOverview(env.DB, now);
-    const oldest = await env.DB.prepare("SELECT MIN(received_at) AS at FROM deliveries WHERE status IN ('received', 'processing')").first<{ at: string }>();
-    expect((await readOverview(env.DB, now)).oldestWaitingSeconds).toBe(Math.floor((now - Date.parse(oldest!.at)) / 1000));
-  });
-});
-
-describe("the overview's cost", () => {
-  it("reads an index or a small table for each of its statements, never the deliveries table as a whole", async () => {
-    for (const sql of Object.values(OVERVIEW_SQL)) {
-      const params = sql.includes("?1") ? ["2026-01-01T00"] : [];
-      const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
-        .bind(...params)
-        .all<{ detail: string }>();
-      const onDeliveries = results.map((row) => row.detail).filter((detail) => /\bdeliveries\b/.test(detail));
-      for (const line of onDeliveries) expect(line, sql).toMatch(/USING (COVERING )?INDEX/);
-      // The rows past the mark are a range of the age index, not the whole of it.
-      if (sql.includes("deliveries_by_age")) expect(onDeliveries.join("\n"), sql).toMatch(/SEARCH deliveries USING (COVERING )?INDEX deliveries_by_age \(received_at>\?\)/);
-    }
-  });
-
-  it("walks and uncounts through the age index: the walk's statements and retention's uncount", async () => {
-    const plans = [...Object.values(COUNT_SQL), RETENTION_SQL.uncountDeleted].map(async (sql) => {
-      const params = (sql.match(/\?\d/g) ?? []).length > 0 ? ["2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z", 10] : [];
-      const count = new Set(sql.match(/\?\d/g) ?? []).size;
-      const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
-        .bind(...params.slice(0, count))
-        .all<{ detail: string }>();
-      return { sql, lines: results.map((row) => row.detail) };
-    });
-    for (const { sql, lines } of await Promise.all(plans)) {
-      expect(lines.filter((line) => /^SCAN deliveries( |$)/.test(line) && !/INDEX/.test(line)), sql).toEqual([]);
-    }
-  });
-
-  it("reads about as many rows with 5,000 settled deliveries behind the mark, unhandled ones included, as with none", async () => {
-    const now = Date.parse("2033-01-01T00:00:00.000Z");
-    const rowsRead = async () => {
-      const results = await env.DB.batch(
-        Object.values(OVERVIEW_SQL).map((sql) => (sql.includes("?1") ? env.DB.prepare(sql).bind("2032-12-31T00") : env.DB.prepare(sql))),
-      );
-      return results.reduce((sum, result) => sum + result.meta.rows_read, 0);
-    };
-    await advanceCounts(env.DB, now);
-    const idle = await rowsRead();
-    // 5,000 done deliveries received after that, inserted in bulk, then passed by the walk an hour later.
-    await env.DB.prepare(
-      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)
-       INSERT INTO deliveries (source, id, status, attempts, handled, body, received_at, updated_at)
-       SELECT 'ov-bulk', 'd-' || i, 'received', 0, NULL, x'7b7d', '2033-01-01T00:10:00.000Z', '2033-01-01T00:10:00.000Z' FROM n`,
-    ).run();
-    // Marked done, most of them unhandled, as where the providers send many events no handler takes.
-    await env.DB.prepare("UPDATE deliveries SET status = 'done', attempts = 1, handled = (id <= 'd-2'), commit_token = 1, lease_token = 1 WHERE source = 'ov-bulk'").run();
-    expect(await advanceCounts(env.DB, now + HOUR)).not.toBeNull();
-    const overview = await refreshOverview(env.DB, now + HOUR);
-    expect(overview.bySource["ov-bulk"]).toEqual({ received: 0, processing: 0, done: 5000, failed: 0 });
-    const unhandled = await env.DB.prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'done' AND handled = 0").first<{ n: number }>();
-    expect(unhandled!.n).toBeGreaterThan(3000);
-    expect(overview.unhandled).toBe(unhandled!.n);
-    expect(await rowsRead()).toBeLessThan(idle + 50);
+    await freshOverview(now);
+    await seed("ov-oldest", "waiting", now - 3 * DAY, "received");
+    const oldest = await firstRow<{ at: string }>(sql`SELECT MIN(received_at) AS at FROM deliveries WHERE status IN ('received', 'processing')`);
+    expect((await store().overview(now)).oldestWaitingSeconds).toBe(Math.floor((now - Date.parse(oldest!.at)) / 1000));
   });
 });

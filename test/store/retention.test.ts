@@ -1,13 +1,14 @@
 /**
- * Retention and the sweeper's queries, called directly with small limits and fixed times: what
- * they delete, what they keep, how they bound a run, and which index each walks.
+ * Retention and the sweeper's queries through the store (D1 or Postgres), with small limits and fixed
+ * times: what they delete, what they keep, how they bound a run, where body pruning's watermark
+ * stops. Which index each walks and what it reads, in D1: retention-d1.test.ts; in Postgres:
+ * test/postgres/sweep.test.ts.
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { resetForReplay } from "../../src/store/replay";
-import { insertDelivery } from "../../src/store/record";
-import { applyRetention, RETENTION_SQL, takeStranded } from "../../src/store/sweep";
-import { deliveryRow } from "../helpers/db";
+import { sql } from "../../src/sql";
+import { openStore } from "../../src/store";
+import { count, deliveryRow, exec, recordDelivery, rows } from "../helpers/store-db";
 
 const DAY = 86_400_000;
 const NOW = Date.parse("2026-12-01T00:00:00.000Z");
@@ -20,59 +21,54 @@ const NEVER = 0;
 
 type Status = "received" | "processing" | "done" | "failed";
 
+const store = () => openStore(env);
+const applyRetention = (deleteBeforeMs: number, clearBodiesBeforeMs: number, limit: number) => store().applyRetention(deleteBeforeMs, clearBodiesBeforeMs, limit);
+
 /** Stores a delivery received at `receivedAtMs`, then puts it in `status` as processing would. */
 async function seed(source: string, id: string, status: Status, receivedAtMs = OLD): Promise<void> {
   const body = new TextEncoder().encode(`{"id":"${id}","email":"someone@example.com"}`);
-  await insertDelivery(env.DB, { source, id, eventType: "test.event", body, receivedAtMs }).run();
-  await env.DB.prepare("UPDATE deliveries SET status = ?3 WHERE source = ?1 AND id = ?2").bind(source, id, status).run();
+  await recordDelivery({ source, id, eventType: "test.event", body, receivedAtMs });
+  await exec(sql`UPDATE deliveries SET status = ${status} WHERE source = ${source} AND id = ${id}`);
 }
 
 /** `count` deliveries in `status`, received one millisecond apart from `receivedAtMs` on. */
 async function seedMany(source: string, count: number, status: Status, receivedAtMs = OLD): Promise<void> {
-  const inserts = Array.from({ length: count }, (_, index) =>
-    insertDelivery(env.DB, { source, id: `${source}-${index}`, eventType: "test.event", body: new Uint8Array([123, 125]), receivedAtMs: receivedAtMs + index }),
-  );
-  await env.DB.batch([...inserts, env.DB.prepare("UPDATE deliveries SET status = ?2 WHERE source = ?1").bind(source, status)]);
+  for (let index = 0; index < count; index++) {
+    await recordDelivery({ source, id: `${source}-${index}`, eventType: "test.event", body: new Uint8Array([123, 125]), receivedAtMs: receivedAtMs + index });
+  }
+  await exec(sql`UPDATE deliveries SET status = ${status} WHERE source = ${source}`);
 }
 
 async function idsOf(source: string): Promise<string[]> {
-  const { results } = await env.DB.prepare("SELECT id FROM deliveries WHERE source = ? ORDER BY id").bind(source).all<{ id: string }>();
-  return results.map((row) => row.id);
+  return (await rows<{ id: string }>(sql`SELECT id FROM deliveries WHERE source = ${source} ORDER BY id`)).map((row) => row.id);
 }
 
 async function bodiesLeft(source: string): Promise<number> {
-  const row = await env.DB.prepare("SELECT COUNT(*) AS n FROM deliveries WHERE source = ? AND body IS NOT NULL").bind(source).first<{ n: number }>();
-  return row!.n;
-}
-
-/** The `detail` lines of a statement's query plan. */
-async function planOf(sql: string, ...params: unknown[]): Promise<string[]> {
-  const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
-  return results.map((row) => row.detail);
+  return count(sql`SELECT COUNT(*) AS n FROM deliveries WHERE source = ${source} AND body IS NOT NULL`);
 }
 
 // Retention and the sweeper work across sources, so each test starts from an empty table, and
 // body pruning from its first row (its watermark is in inbox_marks).
 beforeEach(async () => {
-  await env.DB.batch([env.DB.prepare("DELETE FROM deliveries"), env.DB.prepare("DELETE FROM inbox_marks")]);
+  await exec(sql`DELETE FROM deliveries`, sql`DELETE FROM inbox_marks`);
 });
 
 describe("applyRetention", () => {
   it("deletes done and failed rows received before the cutoff, and keeps received and processing ones", async () => {
     for (const status of ["received", "processing", "done", "failed"] as const) await seed("keep-unfinished", status, status);
     await seed("keep-unfinished", "recent-done", "done", NOW - DAY);
-    const result = await applyRetention(env.DB, DELETE_BEFORE, NEVER, 100);
+    const result = await applyRetention(DELETE_BEFORE, NEVER, 100);
     expect(result).toEqual({ deleted: 2, bodiesCleared: 0 });
     expect(await idsOf("keep-unfinished")).toEqual(["processing", "received", "recent-done"]);
   });
 
   it("keeps a replayed delivery until its new run has settled, then deletes it", async () => {
     await seed("keep-replayed", "replayed", "failed");
-    expect(await resetForReplay(env.DB, { source: "keep-replayed", id: "replayed" }, ["failed"], NOW)).toBe(true);
-    await applyRetention(env.DB, DELETE_BEFORE, CLEAR_BEFORE, 100);
+    expect(await store().resetForReplay({ source: "keep-replayed", id: "replayed" }, ["failed"], NOW)).toBe(true);
+    await applyRetention(DELETE_BEFORE, CLEAR_BEFORE, 100);
     expect(await deliveryRow("keep-replayed", "replayed")).toMatchObject({ status: "received", body: expect.anything() });
-    await env.DB.prepare("UPDATE deliveries SET status = 'done' WHERE source = 'keep-replayed'").run();
-    await applyRetention(env.DB, DELETE_BEFORE, CLEAR_BEFORE, 100);
+    await exec(sql`UPDATE deliveries SET status = 'done' WHERE source = 'keep-replayed'`);
+    await applyRetention(DELETE_BEFORE, CLEAR_BEFORE, 100);
     expect(await deliveryRow("keep-replayed", "replayed")).toBeNull();
   });
 
@@ -81,7 +77,7 @@ describe("applyRetention", () => {
     await seed("bodies", "done", "done", OLD - 1_000);
     for (const status of ["received", "processing", "failed"] as const) await seed("bodies", status, status);
     await seed("bodies", "recent-done", "done", NOW - DAY);
-    expect(await applyRetention(env.DB, NEVER, CLEAR_BEFORE, 100)).toEqual({ deleted: 0, bodiesCleared: 1 });
+    expect(await applyRetention(NEVER, CLEAR_BEFORE, 100)).toEqual({ deleted: 0, bodiesCleared: 1 });
     expect((await deliveryRow("bodies", "done"))?.body).toBeNull();
     for (const id of ["received", "processing", "failed", "recent-done"]) expect((await deliveryRow("bodies", id))?.body).not.toBeNull();
   });
@@ -89,7 +85,7 @@ describe("applyRetention", () => {
   it("never clears the body of a failed delivery, however many runs pass", async () => {
     await seed("failed-body", "failed", "failed");
     const before = (await deliveryRow("failed-body", "failed"))!.body;
-    for (let run = 0; run < 3; run++) await applyRetention(env.DB, NEVER, NOW, 100);
+    for (let run = 0; run < 3; run++) await applyRetention(NEVER, NOW, 100);
     expect((await deliveryRow("failed-body", "failed"))!.body).toEqual(before);
   });
 
@@ -98,7 +94,7 @@ describe("applyRetention", () => {
     const deleted: number[] = [];
     const left: number[] = [];
     for (let run = 0; run < 4; run++) {
-      deleted.push((await applyRetention(env.DB, DELETE_BEFORE, NEVER, 3)).deleted);
+      deleted.push((await applyRetention(DELETE_BEFORE, NEVER, 3)).deleted);
       left.push((await idsOf("delete-limit")).length);
     }
     expect(deleted).toEqual([3, 3, 1, 0]);
@@ -110,54 +106,11 @@ describe("applyRetention", () => {
     const cleared: number[] = [];
     const left: number[] = [];
     for (let run = 0; run < 4; run++) {
-      cleared.push((await applyRetention(env.DB, DELETE_BEFORE, CLEAR_BEFORE, 3)).bodiesCleared);
+      cleared.push((await applyRetention(DELETE_BEFORE, CLEAR_BEFORE, 3)).bodiesCleared);
       left.push(await bodiesLeft("clear-limit"));
     }
     expect(cleared).toEqual([3, 3, 1, 0]);
     expect(left).toEqual([4, 1, 0, 0]);
-  });
-});
-
-describe("the retention statements' cost", () => {
-  it("find their rows through the age index, never by scanning deliveries", async () => {
-    const plans = await Promise.all(
-      [RETENTION_SQL.deleteSettled, RETENTION_SQL.clearBodies, RETENTION_SQL.advancePruning].map((sql) => planOf(sql, "2026-11-24T00:00:00.000Z", 1_000)),
-    );
-    for (const plan of plans) expect(plan.filter((line) => line.startsWith("SCAN deliveries"))).toEqual([]);
-    expect(plans[0]).toContain("SEARCH deliveries USING INDEX deliveries_by_age (received_at<?)");
-    expect(plans[1]).toContain("SEARCH deliveries USING INDEX deliveries_by_age (received_at>? AND received_at<?)");
-  });
-
-  it("read none of the bodies pruned before on the next run: pruning goes on from its watermark", async () => {
-    const prune = () => applyRetention(env.DB, NEVER, CLEAR_BEFORE, 1_000);
-    const rowsRead = async () => {
-      const [cleared] = await env.DB.batch([
-        env.DB.prepare(RETENTION_SQL.clearBodies).bind(new Date(CLEAR_BEFORE).toISOString(), 1_000),
-        env.DB.prepare(RETENTION_SQL.advancePruning).bind(new Date(CLEAR_BEFORE).toISOString(), 1_000),
-      ]);
-      return cleared!.meta.rows_read;
-    };
-    // What a run reads when there is nothing to prune (the statement's fixed cost, the watermark included).
-    await seedMany("pruned-first", 1, "done", NOW - 11 * DAY);
-    expect((await prune()).bodiesCleared).toBe(1);
-    const idle = await rowsRead();
-    await seedMany("pruned-once", 40, "done", NOW - 10 * DAY);
-    expect((await prune()).bodiesCleared).toBe(40);
-    expect(await rowsRead()).toBe(idle);
-    // Newer rows past the watermark are still found, once they are old enough.
-    await seedMany("pruned-later", 5, "done", NOW - 9 * DAY);
-    expect((await prune()).bodiesCleared).toBe(5);
-    expect(await bodiesLeft("pruned-later")).toBe(0);
-  });
-
-  it("read only the rows older than the cutoff when deleting", async () => {
-    const deleteSettled = () => env.DB.prepare(RETENTION_SQL.deleteSettled).bind(new Date(DELETE_BEFORE).toISOString(), 1_000).run();
-    await deleteSettled();
-    const idle = (await deleteSettled()).meta.rows_read;
-    await seedMany("recent-settled", 30, "done", NOW - DAY);
-    const run = await deleteSettled();
-    expect(run.meta.changes).toBe(0);
-    expect(run.meta.rows_read).toBe(idle);
   });
 });
 
@@ -167,7 +120,7 @@ describe("takeStranded", () => {
     const cutoffs = { neverAttemptedBeforeMs: NOW - 60_000, retryWaitingBeforeMs: NOW - 60_000, processingBeforeMs: NOW - 60_000 };
     const taken: string[][] = [];
     for (let run = 0; run < 4; run++) {
-      const refs = await takeStranded(env.DB, cutoffs, NOW + run, 3);
+      const refs = await store().takeStranded(cutoffs, NOW + run, 3);
       taken.push(refs.filter((ref) => ref.source === "stranded-limit").map((ref) => ref.id));
     }
     expect(taken.map((ids) => ids.length)).toEqual([3, 3, 1, 0]);
@@ -179,10 +132,10 @@ describe("body pruning's watermark", () => {
   it("is not held up by a failed delivery replayed after the watermark passed it", async () => {
     await seed("replayed-old", "failed-then-replayed", "failed", NOW - 12 * DAY);
     await seedMany("early", 2, "done", NOW - 11 * DAY);
-    expect((await applyRetention(env.DB, NEVER, CLEAR_BEFORE, 100)).bodiesCleared).toBe(2);
-    await env.DB.prepare("UPDATE deliveries SET status = 'received' WHERE source = 'replayed-old'").run();
+    expect((await applyRetention(NEVER, CLEAR_BEFORE, 100)).bodiesCleared).toBe(2);
+    await exec(sql`UPDATE deliveries SET status = 'received' WHERE source = 'replayed-old'`);
     await seedMany("later", 3, "done", NOW - 10 * DAY);
-    expect((await applyRetention(env.DB, NEVER, CLEAR_BEFORE, 100)).bodiesCleared).toBe(3);
+    expect((await applyRetention(NEVER, CLEAR_BEFORE, 100)).bodiesCleared).toBe(3);
     expect(await bodiesLeft("replayed-old")).toBe(1);
   });
 
@@ -190,10 +143,10 @@ describe("body pruning's watermark", () => {
     await seedMany("before", 3, "done", NOW - 12 * DAY);
     await seed("stuck", "waiting", "received", NOW - 11 * DAY);
     await seedMany("after", 3, "done", NOW - 10 * DAY);
-    expect((await applyRetention(env.DB, NEVER, CLEAR_BEFORE, 100)).bodiesCleared).toBe(3);
+    expect((await applyRetention(NEVER, CLEAR_BEFORE, 100)).bodiesCleared).toBe(3);
     expect(await bodiesLeft("after")).toBe(3);
-    await env.DB.prepare("UPDATE deliveries SET status = 'done' WHERE source = 'stuck'").run();
-    expect((await applyRetention(env.DB, NEVER, CLEAR_BEFORE, 100)).bodiesCleared).toBe(4);
+    await exec(sql`UPDATE deliveries SET status = 'done' WHERE source = 'stuck'`);
+    expect((await applyRetention(NEVER, CLEAR_BEFORE, 100)).bodiesCleared).toBe(4);
     expect(await bodiesLeft("stuck")).toBe(0);
     expect(await bodiesLeft("after")).toBe(0);
   });

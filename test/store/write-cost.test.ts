@@ -37,3 +37,17 @@ describe("rows written per delivery", () => {
     expect(takeover.meta.rows_written).toBe(2);
   });
 });
+
+describe("rows written with the dashboard's columns (migrations/0008: headers, attempt history)", () => {
+  it("stays 3 to store with headers, 0 to claim, 1 to mark done with the history; an unhandled done pays 1 more", async () => {
+    const ref = { source: "dash-cost", id: "hot-path" };
+    const insert = await insertDelivery(env.DB, { ...ref, eventType: "payment.succeeded", body, receivedAtMs: NOW, headers: '[["stripe-signature","t=1,v1=ab"]]' }).run();
+    const claim = await readClaim(env.DB, ref, NOW + 1).run();
+    const done = await markDone(env.DB, ref, NOW + 1, true, NOW + 20, { startedAtMs: NOW }).run();
+    expect([insert.meta.rows_written, claim.meta.rows_written, done.meta.rows_written]).toEqual([3, 0, 1]);
+
+    const other = { source: "dash-cost", id: "unhandled" };
+    await insertDelivery(env.DB, { ...other, eventType: null, body, receivedAtMs: NOW }).run();
+    expect((await markDone(env.DB, other, NOW + 1, false, NOW + 20, { startedAtMs: NOW }).run()).meta.rows_written).toBe(2);
+  });
+});
