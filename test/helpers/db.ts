@@ -1,4 +1,4 @@
-/** D1 reads for assertions. */
+/** D1 reads for the tests of D1's own workings (body chunks, group commit); tests that run on both stores read through store-db.ts. */
 import { env } from "cloudflare:workers";
 
 export interface DeliveryRow {
