@@ -20,6 +20,10 @@
  * - ingest alone: the same load on the same worker without the consumer: in production the
  *   consumer runs in other isolates, here it shares the runtime's one thread
  * - end to end: N deliveries from the first send until all are `done`
+ * - end to end on Postgres: the same, on the Postgres store (wrangler.toml's `postgres`
+ *   environment) and a private Postgres server in the configuration's state folder, with what the
+ *   database did per delivery (bench/postgres.mjs); on by default when Postgres is installed,
+ *   BENCH_POSTGRES=0 leaves it out
  * - on disk: the fsyncs of the runtime per delivery (strace, over a pass of its own)
  */
 import { execFileSync, spawn } from "node:child_process";
@@ -27,6 +31,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dashboardUnderLoad, FIXTURE_ROWS, printDashboard } from "./dashboard.mjs";
+import { benchPostgres, postgresBench, postgresCostPerDelivery } from "./postgres.mjs";
 import { requireWrk, runWrk } from "./wrk.mjs";
 
 const { LocalInbox, ROOT, configWithoutConsumer, waitFor } = await import("../test/e2e/harness.mjs");
@@ -204,23 +209,37 @@ async function ingestAlone() {
   }
 }
 
-/** `count` unique deliveries sent at 16 connections; timed from the first send until all are done. */
-async function endToEnd(count, { traceFsyncs = false } = {}) {
-  const inbox = new LocalInbox({ vars: { STRIPE_WEBHOOK_SECRET: STRIPE_SECRET } });
+/**
+ * `count` unique deliveries sent at 16 connections; timed from the first send until all are done.
+ * With `postgres`, on the Postgres store and a private server of its own, whose cost is added.
+ */
+async function endToEnd(count, { traceFsyncs = false, postgres = false } = {}) {
+  const database = postgres ? await benchPostgres() : null;
+  const inbox = new LocalInbox({ vars: { STRIPE_WEBHOOK_SECRET: STRIPE_SECRET }, ...(database ? { postgres: { url: database.url } } : {}) });
   let strace = null;
   try {
     await inbox.start();
     const requests = signedPayments(Array.from({ length: count }, (_, index) => `evt_e2e_${index}`));
     if (traceFsyncs) strace = await traceFsyncsOf(runtimePid(inbox));
     let done = 0;
-    const allDone = async () => (done = (await inbox.admin("/admin/stats")).json?.counts?.done ?? 0) >= count;
+    let polls = 0;
+    const allDone = async () => {
+      polls++;
+      return (done = (await inbox.admin("/admin/stats")).json?.counts?.done ?? 0) >= count;
+    };
+    const databaseBefore = database ? await database.counters() : null;
     const cpuBefore = runtimeCpuMs(inbox);
     const started = Date.now();
-    // Each poll is a full count over D1: poll gently, it competes with the work measured.
+    // Each poll is a full count over the deliveries: poll gently, it competes with the work measured.
     const sent = await runWrk({ url: inbox.url, requests, connections: CONNECTIONS, total: count, until: allDone });
     const allDoneMs = Date.now() - started;
     const cpuAfter = runtimeCpuMs(inbox);
     const fsyncs = strace ? await strace.stop() : null;
+    // Each poll is one statement on a connection of its own (/admin/stats): not the inbox's work.
+    const databaseCost = database ? postgresCostPerDelivery(databaseBefore, await database.counters(), count, { ownSessions: polls, connectionCpuMs: database.connectionCpuMs }) : null;
+    // Exactly once: one payments row per delivery done, or the run fails.
+    const paymentsRows = database ? (await inbox.sql("SELECT count(*) AS n FROM payments"))[0].n : null;
+    if (database && paymentsRows !== done) console.error(`  Postgres: ${paymentsRows} payments rows for ${done} deliveries done`);
     return {
       deliveries: count,
       done,
@@ -233,10 +252,12 @@ async function endToEnd(count, { traceFsyncs = false } = {}) {
       runtimeCpuMsPerDelivery: cpuPerUnit(cpuBefore, cpuAfter, count),
       fsyncsPerDelivery: fsyncs === null ? null : round(fsyncs / count),
       notDone: count - done,
+      ...(databaseCost ? { postgres: { ...databaseCost, polls, paymentsRows } } : {}),
     };
   } finally {
     await strace?.stop();
     await inbox.stop();
+    await database?.stop();
   }
 }
 
@@ -356,6 +377,7 @@ async function measureConfiguration(configuration) {
   const median = [...rounds].sort((a, b) => a.ratio - b.ratio)[Math.floor(rounds.length / 2)];
   const alone = await ingestAlone();
   const e2e = await endToEnd(END_TO_END_DELIVERIES);
+  const e2ePostgres = POSTGRES.enabled ? await endToEnd(END_TO_END_DELIVERIES, { postgres: true }) : null;
   const fsyncs = configuration.countFsyncs ? await endToEnd(FSYNC_DELIVERIES, { traceFsyncs: true }) : null;
   const base = median.baseline;
   return {
@@ -366,11 +388,13 @@ async function measureConfiguration(configuration) {
     backlog: { oldestWaitingMaxSeconds: Math.max(...rounds.map((each) => each.oldestWaitingMaxSeconds)), drainSeconds: Math.max(...rounds.map((each) => each.drainSeconds)) },
     ingestAlone: alone,
     endToEnd: e2e,
+    endToEndPostgres: e2ePostgres,
     fsyncsPerDelivery: fsyncs?.fsyncsPerDelivery ?? null,
     ratios: {
       ingestVsBaseline: round(median.ingest.requestsPerSecond / base.requestsPerSecond),
       ingestAloneVsBaseline: round(alone.requestsPerSecond / base.requestsPerSecond),
       endToEndVsBaseline: round(e2e.deliveriesPerSecond / base.requestsPerSecond),
+      endToEndPostgresVsBaseline: e2ePostgres ? round(e2ePostgres.deliveriesPerSecond / base.requestsPerSecond) : null,
       ingestP99VsBaselineP99: round(median.ingest.p99Ms / Math.max(0.1, base.p99Ms)),
     },
   };
@@ -385,13 +409,30 @@ function printConfiguration(result) {
     "ingest, consumer running": row(ours, ratios.ingestVsBaseline),
     "ingest alone (no consumer)": row(alone, ratios.ingestAloneVsBaseline),
     [`end to end (${e2e.deliveries} until done)`]: row(e2e, ratios.endToEndVsBaseline),
+    ...(result.endToEndPostgres ? { [`end to end on Postgres (${result.endToEndPostgres.deliveries} until done)`]: row(result.endToEndPostgres, ratios.endToEndPostgresVsBaseline) } : {}),
   });
+  if (result.endToEndPostgres) printPostgresCost(result.endToEndPostgres);
   console.log(
     `ingest p99 ÷ no-op p99 = ${ratios.ingestP99VsBaselineP99}; backlog under ${SECONDS} s of full-rate ingest: oldest waiting at most ${result.backlog.oldestWaitingMaxSeconds} s, drained ${result.backlog.drainSeconds} s after the load${result.fsyncsPerDelivery === null ? "" : `; fsyncs per delivery: ${result.fsyncsPerDelivery}`}`,
   );
 }
 
+/** What the Postgres server did per delivery of the end-to-end row on Postgres. */
+function printPostgresCost(e2e) {
+  const cost = e2e.postgres;
+  const total = cost.cpuMs === null || e2e.runtimeCpuMsPerDelivery === null ? "n/a" : round(cost.cpuMs + e2e.runtimeCpuMsPerDelivery);
+  console.log(
+    `Postgres, per delivery: ${cost.rowsWritten} rows written (${cost.inserted} inserted, ${cost.updated} updated, ${cost.deleted} deleted; ${cost.rowsWrittenWithoutEffect} without the handler's payments row), ` +
+      `${cost.walBytes} WAL bytes, ${cost.transactions} transactions committed (${cost.rollbacks} rolled back), ${cost.connections} connections (Hyperdrive would pool them), ` +
+      `${shown(cost.cpuMs)} ms of the server's CPU (runtime + server: ${total} ms; ${shown(cost.cpuMsWithoutConnections)} ms without the connections, at ${shown(cost.connectionCpuMs)} ms each; ` +
+      `the CPU includes the bench's ${cost.polls} polls of /admin/stats, one connection each)`,
+  );
+  console.table(Object.fromEntries(Object.entries(cost.byTable).map(([table, each]) => [table, { "inserted each": each.inserted, "updated each": each.updated, "deleted each": each.deleted, "rows written": each.rows }])));
+}
+
 requireWrk();
+const POSTGRES = postgresBench();
+if (!POSTGRES.enabled) console.log(`end to end on Postgres left out: ${POSTGRES.reason}`);
 const meter = meterOperations();
 const cost = costPerMillion(meter);
 const configurations = [];
@@ -413,7 +454,7 @@ writeFileSync(join(ROOT, "bench", "results.json"), `${JSON.stringify(results, nu
 console.log(`\nwebhook-inbox benchmark (local runtime, one run, wrk -t2 -c${CONNECTIONS}, ${SECONDS} s loads)`);
 for (const result of configurations) printConfiguration(result);
 console.log(
-  "\nruntime CPU ms each: CPU time of the workerd process that runs the worker (with its Durable Objects, local D1 and queue broker, on one thread) per request, or per delivery end to end; ingest includes the consumer's work meanwhile.",
+  "\nruntime CPU ms each: CPU time of the workerd process that runs the worker (with its Durable Objects, local D1 and queue broker, on one thread) per request, or per delivery end to end; ingest includes the consumer's work meanwhile. On Postgres the database runs in a server of its own: its CPU is not in this column but in the Postgres line under the table.",
 );
 if (dashboard) printDashboard(dashboard);
 console.log(`\nper delivery (measured over ${meter.deliveries} deliveries, 10% sent twice, with an example effect of one keyed row):`);
@@ -436,9 +477,9 @@ console.log("written: bench/results.json");
 
 // A failed request is not throughput: a run with any is reported as failed, whatever its ratios.
 const failures = configurations
-  .flatMap((result) => [...result.rounds.flatMap((each) => [each.baseline, each.ingest]), result.ingestAlone, result.endToEnd])
-  .reduce((sum, each) => sum + each.non2xx + (each.errors ?? 0) + (each.notDone ?? 0), 0);
+  .flatMap((result) => [...result.rounds.flatMap((each) => [each.baseline, each.ingest]), result.ingestAlone, result.endToEnd, ...(result.endToEndPostgres ? [result.endToEndPostgres] : [])])
+  .reduce((sum, each) => sum + each.non2xx + (each.errors ?? 0) + (each.notDone ?? 0) + (each.postgres ? Math.abs(each.postgres.paymentsRows - each.done) : 0), 0);
 if (failures > 0) {
-  console.error(`\n${failures} requests failed (non-2xx, connection errors, or deliveries not done end to end) during the measured loads: see bench/results.json`);
+  console.error(`\n${failures} requests failed (non-2xx, connection errors, deliveries not done end to end, or payments rows on Postgres not one per delivery done) during the measured loads: see bench/results.json`);
   process.exitCode = 1;
 }
