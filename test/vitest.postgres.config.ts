@@ -35,9 +35,9 @@ export default defineConfig(async () => {
       // Then each file of BOTH_STORES gets a Postgres schema of its own (postgres-schema.ts).
       setupFiles: ["./test/setup/apply-migrations.ts", "./test/setup/postgres-schema.ts"],
       globalSetup: ["./test/setup/postgres.mjs", "./test/setup/forward-backend.mjs"],
-      // A limit for the runner, not a time any test asserts: every store operation opens a connection
-      // of its own (src/store/postgres/client.ts), about 30 ms here with its SCRAM handshake, where a
-      // D1 call takes a millisecond; the tests written for D1's pace take several times as long.
+      // A limit for the runner, not a time any test asserts: a request's store operation opens a
+      // connection of its own (src/store/postgres/client.ts), about 30 ms here with its SCRAM
+      // handshake, where a D1 call takes a millisecond; the tests written for D1's pace take longer.
       testTimeout: 30_000,
     },
   };

@@ -13,7 +13,8 @@
  *
  * One store serves the whole batch: with D1, the mark and commit statements of deliveries that
  * get there at about the same time share a round trip (store/batcher.ts), and if a shared commit
- * fails, each delivery commits again alone, so only the one at fault is affected.
+ * fails, each delivery commits again alone, so only the one at fault is affected; with Postgres,
+ * they share a few connections, closed when the batch is done.
  *
  * Infrastructure failures (the database or the lease object erring, a batch that commits and then reports
  * an error) never use up an attempt: the lease is released and the message retried with a
@@ -21,7 +22,7 @@
  * handled, recorded, or known to be someone else's (busy, settled, lease lost).
  */
 import { loadConfig, QUEUE_MAX_DELAY_SECONDS, type InboxConfig } from "../config";
-import { openStore, type Store } from "../store";
+import { openBatchStore, type Store } from "../store";
 import { handleFailure, runHandler, sendDeadLetter, type Outcome } from "./attempt";
 import { DeferredError, describeError, PermanentError } from "./errors";
 import type { HandlerRegistry } from "./handlers";
@@ -68,11 +69,12 @@ export function leaseFor(env: Env, ref: DeliveryRef): DurableObjectStub<Delivery
 /** Processes a batch from `webhook-deliveries`; each message is acked or retried on its own, as soon as its delivery is. */
 export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, handlers: HandlerRegistry): Promise<Outcome[]> {
   const config = loadConfig(env);
+  const store = openBatchStore(env);
   const context: BatchContext = {
     env,
     config,
     handlers,
-    store: openStore(env),
+    store,
     deadlineMs: Date.now() + BATCH_BUDGET_MS,
   };
   const outcomes: Outcome[] = new Array(batch.messages.length);
@@ -87,7 +89,11 @@ export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, 
       outcomes[index] = outcome;
     }
   };
-  await Promise.all(Array.from({ length: Math.min(BATCH_CONCURRENCY, batch.messages.length) }, worker));
+  try {
+    await Promise.all(Array.from({ length: Math.min(BATCH_CONCURRENCY, batch.messages.length) }, worker));
+  } finally {
+    await store.close();
+  }
   return outcomes;
 }
 

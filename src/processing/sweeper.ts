@@ -19,7 +19,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { checkConfig, ConfigError, loadConfig } from "../config";
-import { openStore } from "../store";
+import { openBatchStore } from "../store";
 import type { RetentionResult } from "../store/sweep";
 import { MAX_RETRY_AFTER_SECONDS } from "./attempt";
 import { enqueueDeliveries } from "./enqueue";
@@ -43,24 +43,29 @@ export async function sweep(env: Env, nowMs: number): Promise<SweepReport> {
   // The longest a delivery waits between attempts (the backoff, or a destination's Retry-After,
   // attempt.ts); past it (and a lease), its retry was lost.
   const longestBackoffMs = Math.max(config.retryBaseSeconds * 2 ** Math.max(0, config.maxAttempts - 2), MAX_RETRY_AFTER_SECONDS) * 1000;
-  const store = openStore(env);
-  const stranded = await store.takeStranded(
-    {
-      neverAttemptedBeforeMs: nowMs - afterMs,
-      retryWaitingBeforeMs: nowMs - afterMs - longestBackoffMs - leaseMs,
-      processingBeforeMs: nowMs - afterMs - leaseMs,
-    },
-    nowMs,
-    SWEEP_LIMIT,
-  );
-  // A failed send is logged and the rows stay stranded: the next run after SWEEP_AFTER_SECONDS retries them.
-  if (stranded.length > 0) await enqueueDeliveries(env, stranded);
-  const retention = await store.applyRetention(nowMs - config.retentionDays * DAY_MS, nowMs - config.bodyRetentionDays * DAY_MS, RETENTION_LIMIT);
-  // The overview's counts move on after retention took back what it deleted (store/overview.ts).
-  await store.maintainOverview(nowMs);
-  const report = { requeued: stranded.length, ...retention };
-  if (report.requeued + report.deleted + report.bodiesCleared > 0) console.log("sweep:", JSON.stringify(report));
-  return report;
+  // Its three steps share a connection on Postgres.
+  const store = openBatchStore(env);
+  try {
+    const stranded = await store.takeStranded(
+      {
+        neverAttemptedBeforeMs: nowMs - afterMs,
+        retryWaitingBeforeMs: nowMs - afterMs - longestBackoffMs - leaseMs,
+        processingBeforeMs: nowMs - afterMs - leaseMs,
+      },
+      nowMs,
+      SWEEP_LIMIT,
+    );
+    // A failed send is logged and the rows stay stranded: the next run after SWEEP_AFTER_SECONDS retries them.
+    if (stranded.length > 0) await enqueueDeliveries(env, stranded);
+    const retention = await store.applyRetention(nowMs - config.retentionDays * DAY_MS, nowMs - config.bodyRetentionDays * DAY_MS, RETENTION_LIMIT);
+    // The overview's counts move on after retention took back what it deleted (store/overview.ts).
+    await store.maintainOverview(nowMs);
+    const report = { requeued: stranded.length, ...retention };
+    if (report.requeued + report.deleted + report.bodiesCleared > 0) console.log("sweep:", JSON.stringify(report));
+    return report;
+  } finally {
+    await store.close();
+  }
 }
 
 /** A cron sweep reported within this long means the cron is alive: the heartbeat only watches. */

@@ -4,9 +4,16 @@
  */
 import { d1Store } from "./d1";
 import { postgresStore } from "./postgres";
-import type { Store } from "./store";
+import { sharedClients } from "./postgres/client";
+import type { ClosableStore, Store } from "./store";
 
-export type { CommitResult, Effect, Store, Takeover, WaitUntil } from "./store";
+export type { ClosableStore, CommitResult, Effect, Store, Takeover, WaitUntil } from "./store";
+
+/**
+ * The connections one batch store may hold at once on Postgres: one per delivery the consumer runs
+ * at a time (processing/consumer.ts BATCH_CONCURRENCY), so none waits for another's.
+ */
+export const BATCH_CONNECTIONS = 8;
 
 /**
  * The store for one request, queue batch or sweep: open it where the work starts and pass it
@@ -17,4 +24,18 @@ export type { CommitResult, Effect, Store, Takeover, WaitUntil } from "./store";
  */
 export function openStore(env: Env): Store {
   return env.HYPERDRIVE ? postgresStore(env.HYPERDRIVE) : d1Store(env.DB);
+}
+
+/**
+ * The store for the many operations of one queue batch or sweep, which must `close()` it when done
+ * (in `finally`). On Postgres its operations share up to BATCH_CONNECTIONS connections, opened as
+ * needed and held until then, instead of one each (a claim, a commit, a check…); with D1 it is the
+ * same as `openStore`, and `close()` does nothing.
+ * @example
+ * const store = openBatchStore(env);
+ * try { await store.claim(ref, token, null, Date.now()); } finally { await store.close(); }
+ */
+export function openBatchStore(env: Env): ClosableStore {
+  if (env.HYPERDRIVE) return postgresStore(env.HYPERDRIVE, sharedClients(env.HYPERDRIVE, BATCH_CONNECTIONS));
+  return { ...d1Store(env.DB), close: async () => undefined };
 }

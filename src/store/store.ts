@@ -96,3 +96,12 @@ export interface Store {
   resetFailedForReplay(filter: FailedFilter, limit: number, nowMs: number): Promise<DeliveryRef[]>;
   countFailed(filter: FailedFilter): Promise<number>;
 }
+
+/**
+ * A store for many operations of one invocation (a queue batch, a sweep): `close()` ends what it
+ * holds open (on Postgres, the few connections its operations share), and must be reached when
+ * the work is done, in `finally`. Nothing may use it after.
+ */
+export interface ClosableStore extends Store {
+  close(): Promise<void>;
+}

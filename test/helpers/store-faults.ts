@@ -53,7 +53,7 @@ function patchDriver(): void {
   if (patched) return;
   patched = true;
   const prototype = Client.prototype as unknown as {
-    connect: (...args: unknown[]) => Promise<void>;
+    connect: (...args: unknown[]) => Promise<void> | undefined;
     query: (...args: unknown[]) => Promise<unknown>;
   };
   const connect = prototype.connect;
@@ -61,7 +61,18 @@ function patchDriver(): void {
   const bindingOf = (client: Client) => bindings.get((client as unknown as { connectionParameters: { application_name?: string } }).connectionParameters.application_name ?? "");
   prototype.connect = function (this: Client, ...args: unknown[]) {
     const binding = bindingOf(this);
-    return binding && args.length === 0 ? binding.connect(() => connect.apply(this, args)) : connect.apply(this, args);
+    if (!binding) return connect.apply(this, args);
+    if (args.length === 0) return binding.connect(() => connect.apply(this, args) as Promise<void>);
+    // pg's Pool connects its clients with a callback (the store's shared clients, client.ts).
+    const [callback] = args;
+    if (args.length === 1 && typeof callback === "function") {
+      binding.connect(() => connect.apply(this, []) as Promise<void>).then(
+        () => callback(),
+        (error: unknown) => callback(error),
+      );
+      return undefined;
+    }
+    return connect.apply(this, args);
   };
   prototype.query = function (this: Client, ...args: unknown[]) {
     const binding = bindingOf(this);

@@ -12,12 +12,13 @@ import type { DeliveryRef } from "../../src/delivery-ref";
 import { createOrderGuard } from "../../src/processing/order-guard";
 import { sql, type SqlStatement } from "../../src/sql";
 import { attemptLogFromColumn, MAX_ATTEMPT_LOG } from "../../src/store/attempt-log";
-import { isRaised, isStatementError, withClient, type Queryable } from "../../src/store/postgres/client";
+import { clientPerOperation, isRaised, isStatementError, withClient, type Queryable } from "../../src/store/postgres/client";
 import { claim, commitDone, entityVersion, markDeferred, markFailed, markRetrying } from "../../src/store/postgres/lifecycle";
 import { postgresStore } from "../../src/store/postgres";
 import { insertDeliveries } from "../../src/store/postgres/record";
 
 const hyperdrive = env.HYPERDRIVE!;
+const connections = clientPerOperation(hyperdrive);
 const db = <T>(fn: (q: Queryable) => Promise<T>) => withClient(hyperdrive, fn);
 const NOW = Date.parse("2026-12-01T12:00:00.000Z");
 const BODY = '{"id":"evt_1","type":"payment_intent.succeeded"}';
@@ -81,7 +82,7 @@ describe("claim", () => {
 
   it("finds nothing to do for a settled delivery, an unknown one, or behind a newer recorded takeover", async () => {
     const done = await received();
-    expect(await commitDone(hyperdrive, done, 100, { handled: true, effects: [] }, NOW)).toEqual({ kind: "committed" });
+    expect(await commitDone(connections, done, 100, { handled: true, effects: [] }, NOW)).toEqual({ kind: "committed" });
     expect(await db((q) => claim(q, done, 200, null, NOW))).toEqual({ kind: "gone" });
     expect(await db((q) => claim(q, { source: done.source, id: "nope" }, 200, null, NOW))).toEqual({ kind: "gone" });
 
@@ -130,7 +131,7 @@ describe("claim", () => {
 describe("commitDone", () => {
   it("commits the effects and the done mark together, counting the run", async () => {
     const ref = await received();
-    const result = await commitDone(hyperdrive, ref, 100, { handled: true, effects: [payment(`${ref.source}:1`)], run: { startedAtMs: NOW - 40 } }, NOW);
+    const result = await commitDone(connections, ref, 100, { handled: true, effects: [payment(`${ref.source}:1`)], run: { startedAtMs: NOW - 40 } }, NOW);
     expect(result).toEqual({ kind: "committed" });
     expect(await payments(`${ref.source}:1`)).toBe(1);
     expect(await row(ref)).toMatchObject({ status: "done", attempts: 1, handled: true, error: null, lease_token: "100", commit_token: "100" });
@@ -144,7 +145,7 @@ describe("commitDone", () => {
     const effect = sql`INSERT INTO inbox_marks (name, value)
       VALUES (${name}, encode(${bytes}::bytea, 'hex') || ' ' || ${9_007_199_254_740_993n}::bigint || ' ' || ${true}::boolean || ' ' || coalesce(${null}::text, 'null'))`;
     try {
-      expect(await commitDone(hyperdrive, ref, 100, { handled: true, effects: [effect] }, NOW)).toEqual({ kind: "committed" });
+      expect(await commitDone(connections, ref, 100, { handled: true, effects: [effect] }, NOW)).toEqual({ kind: "committed" });
       const { rows } = await db((q) => q.query<{ value: string }>("SELECT value FROM inbox_marks WHERE name = $1", [name]));
       expect(rows[0]?.value).toBe("0001feff 9007199254740993 true null");
     } finally {
@@ -158,7 +159,7 @@ describe("commitDone", () => {
     await db((q) => q.query("INSERT INTO payments (delivery_id, amount, currency, created_at) VALUES ($1, 1, 'eur', 'x')", [taken]));
     // The first effect is fine, the second collides with the row above (no ON CONFLICT).
     const effects = [payment(`${ref.source}:2`), sql`INSERT INTO payments (delivery_id, amount, currency, created_at) VALUES (${taken}, ${5}, ${"eur"}, ${"x"})`];
-    const result = await commitDone(hyperdrive, ref, 100, { handled: true, effects }, NOW);
+    const result = await commitDone(connections, ref, 100, { handled: true, effects }, NOW);
     expect(result).toMatchObject({ kind: "refused", permanent: false });
     expect(result.kind === "refused" && isStatementError(result.error)).toBe(true);
     expect(await payments(`${ref.source}:2`)).toBe(0);
@@ -167,7 +168,7 @@ describe("commitDone", () => {
 
   it("refuses a value of the wrong type the same way", async () => {
     const ref = await received();
-    const result = await commitDone(hyperdrive, ref, 100, { handled: true, effects: [payment(`${ref.source}:x`, "a hundred")] }, NOW);
+    const result = await commitDone(connections, ref, 100, { handled: true, effects: [payment(`${ref.source}:x`, "a hundred")] }, NOW);
     expect(result).toMatchObject({ kind: "refused", permanent: false });
     expect(await row(ref)).toMatchObject({ status: "received" });
   });
@@ -175,7 +176,7 @@ describe("commitDone", () => {
   it("refuses a D1 statement, for good, and commits nothing", async () => {
     const ref = await received();
     const d1Statement = {} as D1PreparedStatement;
-    const result = await commitDone(hyperdrive, ref, 100, { handled: true, effects: [payment(`${ref.source}:3`), d1Statement] }, NOW);
+    const result = await commitDone(connections, ref, 100, { handled: true, effects: [payment(`${ref.source}:3`), d1Statement] }, NOW);
     expect(result).toMatchObject({ kind: "refused", permanent: true });
     expect(result.kind === "refused" && String(result.error)).toMatch(/D1 statement.*ctx\.sql/);
     expect(await payments(`${ref.source}:3`)).toBe(0);
@@ -184,7 +185,7 @@ describe("commitDone", () => {
 
   it("refuses an effect that would end the transaction", async () => {
     const ref = await received();
-    const result = await commitDone(hyperdrive, ref, 100, { handled: true, effects: [sql`COMMIT`, payment(`${ref.source}:4`)] }, NOW);
+    const result = await commitDone(connections, ref, 100, { handled: true, effects: [sql`COMMIT`, payment(`${ref.source}:4`)] }, NOW);
     expect(result).toMatchObject({ kind: "refused", permanent: true });
     expect(await row(ref)).toMatchObject({ status: "received" });
   });
@@ -192,30 +193,30 @@ describe("commitDone", () => {
   it("commits nothing for a stale token: a newer takeover was recorded (the fence)", async () => {
     const ref = await received();
     await db((q) => claim(q, ref, 200, { previousToken: 100, maxAttempts: 5 }, NOW));
-    const stale = await commitDone(hyperdrive, ref, 100, { handled: true, effects: [payment(`${ref.source}:5`)] }, NOW);
+    const stale = await commitDone(connections, ref, 100, { handled: true, effects: [payment(`${ref.source}:5`)] }, NOW);
     expect(stale).toEqual({ kind: "lease_lost" });
     expect(await payments(`${ref.source}:5`)).toBe(0);
     expect(await row(ref)).toMatchObject({ status: "processing", attempts: 0, lease_token: "200", commit_token: null });
     // The takeover's own commit lands.
-    expect(await commitDone(hyperdrive, ref, 200, { handled: true, effects: [payment(`${ref.source}:5`)] }, NOW)).toEqual({ kind: "committed" });
+    expect(await commitDone(connections, ref, 200, { handled: true, effects: [payment(`${ref.source}:5`)] }, NOW)).toEqual({ kind: "committed" });
     expect(await payments(`${ref.source}:5`)).toBe(1);
   });
 
   it("answers committed to a second try of a commit that landed, and counts and writes nothing more", async () => {
     const ref = await received();
     const effects = [sql`INSERT INTO payments (delivery_id, amount, currency, created_at) VALUES (${`${ref.source}:6`}, ${1}, ${"eur"}, ${"x"})`];
-    expect(await commitDone(hyperdrive, ref, 100, { handled: true, effects }, NOW)).toEqual({ kind: "committed" });
-    expect(await commitDone(hyperdrive, ref, 100, { handled: true, effects }, NOW)).toEqual({ kind: "committed" });
+    expect(await commitDone(connections, ref, 100, { handled: true, effects }, NOW)).toEqual({ kind: "committed" });
+    expect(await commitDone(connections, ref, 100, { handled: true, effects }, NOW)).toEqual({ kind: "committed" });
     expect(await row(ref)).toMatchObject({ status: "done", attempts: 1 });
     expect(await history(ref)).toHaveLength(1);
     // Another token after the done mark: lost.
-    expect(await commitDone(hyperdrive, ref, 300, { handled: true, effects: [] }, NOW)).toEqual({ kind: "lease_lost" });
+    expect(await commitDone(connections, ref, 300, { handled: true, effects: [] }, NOW)).toEqual({ kind: "lease_lost" });
   });
 
   it("throws when the database cannot be reached, an infrastructure error", async () => {
     const ref = await received();
     const unreachable = { connectionString: "postgres://postgres:pw@127.0.0.1:9/inbox" } as Hyperdrive;
-    const error = await commitDone(unreachable, ref, 100, { handled: true, effects: [payment(`${ref.source}:10`)] }, NOW).catch((caught: unknown) => caught);
+    const error = await commitDone(clientPerOperation(unreachable), ref, 100, { handled: true, effects: [payment(`${ref.source}:10`)] }, NOW).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(Error);
     expect(isStatementError(error)).toBe(false);
     expect(await row(ref)).toMatchObject({ status: "received" });
@@ -223,21 +224,21 @@ describe("commitDone", () => {
 
   it("answers lease_lost for a delivery that is not there, and commits its effects nowhere", async () => {
     const ref = { source: `pg-life-${crypto.randomUUID().slice(0, 8)}`, id: "gone" };
-    expect(await commitDone(hyperdrive, ref, 100, { handled: true, effects: [payment(`${ref.source}:7`)] }, NOW)).toEqual({ kind: "lease_lost" });
+    expect(await commitDone(connections, ref, 100, { handled: true, effects: [payment(`${ref.source}:7`)] }, NOW)).toEqual({ kind: "lease_lost" });
     expect(await payments(`${ref.source}:7`)).toBe(0);
   });
 
   it("counts an unhandled delivery once, and a replay takes it back", async () => {
     const ref = await received();
-    expect(await commitDone(hyperdrive, ref, 100, { handled: false, effects: [] }, NOW)).toEqual({ kind: "committed" });
+    expect(await commitDone(connections, ref, 100, { handled: false, effects: [] }, NOW)).toEqual({ kind: "committed" });
     expect(await unhandledCount(ref.source)).toBe(1);
     expect(await history(ref)).toMatchObject([{ outcome: "unhandled" }]);
     // A second done mark is refused by the fence before the count's trigger.
-    expect(await commitDone(hyperdrive, ref, 100, { handled: false, effects: [] }, NOW)).toEqual({ kind: "committed" });
+    expect(await commitDone(connections, ref, 100, { handled: false, effects: [] }, NOW)).toEqual({ kind: "committed" });
     expect(await unhandledCount(ref.source)).toBe(1);
     const second = { source: ref.source, id: "evt_2" };
     await db((q) => insertDeliveries(q, [{ ...second, eventType: null, body: new Uint8Array(0), receivedAtMs: NOW }]));
-    await commitDone(hyperdrive, second, 100, { handled: false, effects: [] }, NOW);
+    await commitDone(connections, second, 100, { handled: false, effects: [] }, NOW);
     expect(await unhandledCount(ref.source)).toBe(2);
     await db((q) => q.query("UPDATE deliveries SET status = 'received', handled = NULL WHERE source = $1 AND id = $2", [ref.source, ref.id]));
     expect(await unhandledCount(ref.source)).toBe(1);
@@ -271,7 +272,7 @@ describe("result marks", () => {
     expect(await db((q) => markFailed(q, ref, 200, "no amount", NOW))).toBe(false);
     expect(await row(ref)).toMatchObject({ status: "failed", attempts: 1, error: "no amount" });
     expect(await db((q) => markRetrying(q, ref, 300, "later", NOW))).toBe(false);
-    expect(await commitDone(hyperdrive, ref, 300, { handled: true, effects: [payment(`${ref.source}:8`)] }, NOW)).toEqual({ kind: "lease_lost" });
+    expect(await commitDone(connections, ref, 300, { handled: true, effects: [payment(`${ref.source}:8`)] }, NOW)).toEqual({ kind: "lease_lost" });
     expect(await payments(`${ref.source}:8`)).toBe(0);
   });
 
@@ -318,7 +319,7 @@ describe("the order guard", () => {
     const entity = `${ref.source}:customer:cus_1`;
     const first = guardFor(ref);
     expect(await first.guard.isNewer(entity, 5)).toBe(true);
-    expect(await commitDone(hyperdrive, ref, 100, { handled: true, effects: first.effects }, NOW)).toEqual({ kind: "committed" });
+    expect(await commitDone(connections, ref, 100, { handled: true, effects: first.effects }, NOW)).toEqual({ kind: "committed" });
     expect(await db((q) => entityVersion(q, entity))).toBe(5);
 
     const older = await received();
@@ -326,7 +327,7 @@ describe("the order guard", () => {
     expect(await guardFor(older).guard.isNewer(entity, 5)).toBe(false);
     const newer = guardFor(older);
     expect(await newer.guard.isNewer(entity, 1_764_590_400_123)).toBe(true);
-    expect(await commitDone(hyperdrive, older, 100, { handled: true, effects: newer.effects }, NOW)).toEqual({ kind: "committed" });
+    expect(await commitDone(connections, older, 100, { handled: true, effects: newer.effects }, NOW)).toEqual({ kind: "committed" });
     expect(await db((q) => entityVersion(q, entity))).toBe(1_764_590_400_123);
   });
 
@@ -339,9 +340,9 @@ describe("the order guard", () => {
     const fastRun = guardFor(fast);
     expect(await slowRun.guard.isNewer(entity, 10)).toBe(true);
     expect(await fastRun.guard.isNewer(entity, 20)).toBe(true);
-    expect(await commitDone(hyperdrive, fast, 100, { handled: true, effects: fastRun.effects }, NOW)).toEqual({ kind: "committed" });
+    expect(await commitDone(connections, fast, 100, { handled: true, effects: fastRun.effects }, NOW)).toEqual({ kind: "committed" });
 
-    const result = await commitDone(hyperdrive, slow, 100, { handled: true, effects: [payment(`${slow.source}:9`), ...slowRun.effects] }, NOW);
+    const result = await commitDone(connections, slow, 100, { handled: true, effects: [payment(`${slow.source}:9`), ...slowRun.effects] }, NOW);
     expect(result).toMatchObject({ kind: "refused", permanent: false });
     expect(result.kind === "refused" && isRaised(result.error, "stale_version")).toBe(true);
     expect(await payments(`${slow.source}:9`)).toBe(0);

@@ -1,15 +1,18 @@
 /**
  * How the Postgres store talks to its database: `pg` (node-postgres, Cloudflare's recommendation)
- * through the Hyperdrive binding, one client per operation.
+ * through the Hyperdrive binding: a client per operation for a request, a few shared ones for a
+ * queue batch or a sweep.
  *
- * - A client is opened for one operation (a statement, a transaction, a group commit) and ended
- *   when it is done, in `finally`. Never one cached across requests: workerd refuses I/O on an
- *   object made by another request, and Hyperdrive pools the real connections anyway, so a new
- *   client costs a connect to Hyperdrive nearby, not to the database.
+ * - For a request, a client is opened for one operation (a statement, a transaction, a group
+ *   commit) and ended when it is done, in `finally` (`withClient`, `clientPerOperation`). A queue
+ *   batch or a sweep runs many operations: they share up to a few clients, ended when it is done
+ *   (`sharedClients`). Never one cached across requests: workerd refuses I/O on an object made by
+ *   another request, and Hyperdrive pools the real connections anyway, so a new client costs a
+ *   connect to Hyperdrive nearby, not to the database.
  * - Hyperdrive pools by transaction: two statements of one client may run on two server connections
  *   unless they share a transaction. So nothing here relies on session state: no `SET` (outside a
  *   transaction), no named prepared statements, no advisory locks; what must see one snapshot or
- *   commit together runs in `inTransaction`.
+ *   commit together runs in one transaction (`ownTransaction`, queryable.ts).
  * - Errors are sorted as D1's are (store/d1.ts `isStatementError`): a statement the database refused
  *   on its own account (a constraint, a trigger, bad SQL, a wrong type) is the statement's fault;
  *   anything else (a lost connection, a serialization failure, a database shutting down, no
@@ -19,8 +22,8 @@
  * bytes (bytea). Results come back typed by pg: bigint (int8, and COUNT(*)) as a string, bytea as a
  * Buffer, jsonb parsed; the callers convert (`toNumber`, `toBytes`).
  */
-import { Client, DatabaseError } from "pg";
-import { ownTransaction, type Queryable } from "./queryable";
+import { Client, DatabaseError, Pool } from "pg";
+import type { Queryable } from "./queryable";
 
 /** What a query function takes as its first argument (queryable.ts): pg's `Client` is one. */
 export type { Queryable };
@@ -49,19 +52,71 @@ export async function withClient<T>(hyperdrive: Hyperdrive, fn: (db: Queryable) 
 }
 
 /**
- * Runs `fn` in one transaction (BEGIN … COMMIT) on a client of its own: it commits when `fn`
- * returns, and rolls back when it throws, rethrowing its error. An error of the COMMIT itself (a
- * deferred constraint, a lost connection) is thrown too: after a lost connection the transaction may
- * or may not have committed, which only a read can tell.
- * @example
- * await inTransaction(env.HYPERDRIVE, async (db) => {
- *   await db.query("UPDATE deliveries SET … WHERE source = $1 AND id = $2", [source, id]);
- *   await db.query("INSERT INTO payments … ON CONFLICT DO NOTHING", [id, amount]);
- * });
+ * Where a store's operations get their clients: `run` hands `fn` a client that nobody else uses
+ * until `fn` is done (so a transaction opened in it is `fn`'s alone), and `close` ends what is held.
+ * `fn` must not call `run` again: with a bounded pool that could wait for itself.
  */
-export function inTransaction<T>(hyperdrive: Hyperdrive, fn: (db: Queryable) => Promise<T>): Promise<T> {
-  return withClient(hyperdrive, (db) => ownTransaction(db, () => fn(db)));
+export interface Connections {
+  run<T>(fn: (db: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
 }
+
+/** A client of its own for each operation (`withClient`): for a request, which holds nothing open. */
+export function clientPerOperation(hyperdrive: Hyperdrive): Connections {
+  return { run: (fn) => withClient(hyperdrive, fn), close: async () => undefined };
+}
+
+/**
+ * Clients shared by the operations of one queue batch or sweep, up to `max` at once, opened as
+ * they are first needed and kept until `close()`, which the caller must reach (in `finally`): a
+ * batch's claims, marks and commits then cost a few connections rather than one each. A client
+ * that failed with anything but a statement error (a lost connection, a commit left in doubt, a
+ * bug mid-transaction) is ended rather than handed to the next operation. Scoped to the batch's
+ * invocation, never kept across requests (workerd refuses I/O on another request's socket).
+ * @example
+ * const connections = sharedClients(env.HYPERDRIVE, 8);
+ * try { await connections.run((db) => db.query("SELECT 1")); } finally { await connections.close(); }
+ */
+export function sharedClients(hyperdrive: Hyperdrive, max: number): Connections {
+  let pool: Pool | null = null;
+  const open = () => {
+    const created = new Pool({
+      connectionString: hyperdrive.connectionString,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      max,
+      // Idle clients stay until close(): a delivery's claim and its commit, a handler's run apart, reuse one.
+      idleTimeoutMillis: 0,
+    });
+    // An idle client's error (the server gone) is emitted by the pool, which drops that client; unheard it would crash the isolate.
+    created.on("error", () => {});
+    return created;
+  };
+  return {
+    async run(fn) {
+      pool ??= open();
+      const client = await pool.connect();
+      client.on("error", ignore);
+      let broken = false;
+      try {
+        return await fn(client);
+      } catch (error) {
+        broken = !isStatementError(error);
+        throw error;
+      } finally {
+        client.off("error", ignore);
+        client.release(broken);
+      }
+    },
+    async close() {
+      const ending = pool;
+      pool = null;
+      // A failed end (connections already gone) changes nothing for the caller.
+      await ending?.end().catch(() => undefined);
+    },
+  };
+}
+
+const ignore = () => undefined;
 
 /**
  * The SQLSTATE classes (the code's first two characters) of a statement the database refused on its

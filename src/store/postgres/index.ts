@@ -2,15 +2,16 @@
  * The Postgres store: the `Store` interface (store/store.ts) over Postgres through Hyperdrive, with
  * the same promises as the D1 store (store/d1.ts).
  *
- * Each operation opens a client of its own and ends it (client.ts): a store is opened per request,
- * queue batch or sweep, and holds no connection. What D1 batches across the deliveries of a queue
- * batch (its claims and commits, store/batcher.ts) runs here as separate statements at once:
- * Postgres runs them in parallel, and a commit is a transaction of its own, so one delivery's
- * refused effect never touches another's. The receiver's inserts are group-committed (record.ts).
+ * Where its operations get their clients is given (client.ts): a client of their own each for a
+ * request, a few shared ones for a queue batch or a sweep, held until `close()`. What D1 batches
+ * across the deliveries of a queue batch (its claims and commits, store/batcher.ts) runs here as
+ * separate statements on those clients at once: Postgres runs them in parallel, and a commit is a
+ * transaction of its own, so one delivery's refused effect never touches another's. The receiver's
+ * inserts are group-committed (record.ts), on a client of the group's own.
  */
-import type { Store } from "../store";
+import type { ClosableStore } from "../store";
 import { deliveryStats, getDelivery } from "./admin";
-import { isStatementError, withClient, type Queryable } from "./client";
+import { clientPerOperation, isStatementError, type Connections } from "./client";
 import { claim, commitDone, entityVersion, markDeferred, markFailed, markRetrying } from "./lifecycle";
 import { findDeliveryById, listDeliveries } from "./listing";
 import { maintainOverview, readOverview } from "./overview";
@@ -19,22 +20,23 @@ import { countFailed, replayState, resetFailedForReplay, resetForReplay } from "
 import { applyRetention, takeStranded } from "./sweep";
 
 /**
- * The store over the database behind `hyperdrive` (the `HYPERDRIVE` binding).
+ * The store over the database behind `hyperdrive` (the `HYPERDRIVE` binding), its operations on
+ * `connections` (a client of their own each, unless given shared ones).
  * @example
  * const store = postgresStore(env.HYPERDRIVE);
  * const outcome = await store.record(delivery, ctx);
  */
-export function postgresStore(hyperdrive: Hyperdrive): Store {
-  // Each operation on a client of its own (client.ts).
-  const run = <T>(fn: (db: Queryable) => Promise<T>) => withClient(hyperdrive, fn);
+export function postgresStore(hyperdrive: Hyperdrive, connections: Connections = clientPerOperation(hyperdrive)): ClosableStore {
+  const run = connections.run;
   return {
+    close: connections.close,
     record: (delivery, ctx) => recordDelivery(hyperdrive, ctx, delivery),
 
     // Tried twice, as D1's batcher tries a claim (store/batcher.ts): a takeover's mark whose answer
     // was lost has landed, and only its second run tells the consumer what it did (a delivery set
     // aside as failed is then dead-lettered, not found settled by the queue's retry).
     claim: (ref, token, takeover, nowMs) => twice(() => run((db) => claim(db, ref, token, takeover, nowMs))),
-    commitDone: (ref, token, done, nowMs) => commitDone(hyperdrive, ref, token, done, nowMs),
+    commitDone: (ref, token, done, nowMs) => commitDone(connections, ref, token, done, nowMs),
     markRetrying: (ref, token, error, nowMs, timing) => run((db) => markRetrying(db, ref, token, error, nowMs, timing)),
     markDeferred: (ref, token, nowMs, timing, why) => run((db) => markDeferred(db, ref, token, nowMs, timing, why)),
     markFailed: (ref, token, error, nowMs, timing) => run((db) => markFailed(db, ref, token, error, nowMs, timing)),

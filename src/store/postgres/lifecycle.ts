@@ -20,7 +20,8 @@ import { isoTime } from "../clock";
 import { LEASE_LOST, type Claimed } from "../lifecycle";
 import type { CommitResult, Effect, Takeover } from "../store";
 import { appendAttempt, deferredAttempt, entryAt } from "./attempt-log";
-import { inTransaction, isRaised, isStatementError, pgText, toBytes, toNumber, withClient, type Queryable } from "./client";
+import { isRaised, isStatementError, pgText, toBytes, toNumber, type Connections, type Queryable } from "./client";
+import { ownTransaction } from "./queryable";
 
 /**
  * The stored `content-type` header (headers.ts: [[name, value], …], names lower-cased), read by the
@@ -127,9 +128,9 @@ class NoRowToMark extends Error {}
  * A stale token commits nothing (`lease_lost`); an effect the database refuses commits nothing
  * (`refused`); infrastructure errors are thrown, unless the commit landed after all.
  * @example
- * const result = await commitDone(env.HYPERDRIVE, ref, token, { handled: true, effects: [sql`INSERT INTO payments …`] }, Date.now());
+ * const result = await commitDone(clientPerOperation(env.HYPERDRIVE), ref, token, { handled: true, effects: [sql`INSERT INTO payments …`] }, Date.now());
  */
-export async function commitDone(hyperdrive: Hyperdrive, ref: DeliveryRef, token: number, done: Done, nowMs: number): Promise<CommitResult> {
+export async function commitDone(connections: Connections, ref: DeliveryRef, token: number, done: Done, nowMs: number): Promise<CommitResult> {
   const statements: { text: string; values: readonly unknown[] }[] = [];
   for (const effect of done.effects) {
     const statement = postgresStatement(effect);
@@ -137,17 +138,19 @@ export async function commitDone(hyperdrive: Hyperdrive, ref: DeliveryRef, token
     statements.push(statement);
   }
   try {
-    await inTransaction(hyperdrive, async (db) => {
-      const marked = await markDone(db, ref, token, done.handled, nowMs, done.run);
-      if (marked === 0) throw new NoRowToMark(`delivery (${ref.source}, ${ref.id}) is not there to mark done`);
-      for (const statement of statements) await db.query(statement.text, statement.values);
-    });
+    await connections.run((db) =>
+      ownTransaction(db, async () => {
+        const marked = await markDone(db, ref, token, done.handled, nowMs, done.run);
+        if (marked === 0) throw new NoRowToMark(`delivery (${ref.source}, ${ref.id}) is not there to mark done`);
+        for (const statement of statements) await db.query(statement.text, statement.values);
+      }),
+    );
     return { kind: "committed" };
   } catch (error) {
     if (error instanceof NoRowToMark) return { kind: "lease_lost" };
     if (isStatementError(error) && !isLeaseLost(error)) return { kind: "refused", error, permanent: false };
     // A commit of ours may have landed although the connection failed before its answer: then it stands.
-    if (await withClient(hyperdrive, (db) => committedWith(db, ref, token))) return { kind: "committed" };
+    if (await connections.run((db) => committedWith(db, ref, token))) return { kind: "committed" };
     if (isLeaseLost(error)) return { kind: "lease_lost" };
     throw error;
   }
