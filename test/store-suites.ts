@@ -22,6 +22,7 @@ export const BOTH_STORES: readonly string[] = [
   "test/handlers/payments.test.ts",
   "test/http/config-invalid.test.ts",
   "test/http/content-dedup.test.ts",
+  "test/http/nul-ids.test.ts",
   "test/http/receiver-order.test.ts",
   "test/http/receiver.test.ts",
   "test/http/store-failure.test.ts",

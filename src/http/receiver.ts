@@ -61,6 +61,9 @@ receiver.all("/webhooks/:source", async (c) => {
   // Postgres text cannot hold NUL: such an id would fail its insert (503) on every retry, for ever.
   // Refused in both stores alike; an id from a JSON body (Stripe's "evt_\u0000") can carry one.
   if (id.includes("\u0000")) throw new ApiError(400, "invalid_delivery_id", "the delivery id contains a NUL character");
+  // Nor half a UTF-16 surrogate pair ("evt_\ud83d" in JSON): stored as U+FFFD, it would no longer be
+  // the id sent (two ids could become one, and the store could not tell its insert landed).
+  if (!id.isWellFormed()) throw new ApiError(400, "invalid_delivery_id", "the delivery id is not well-formed Unicode (a lone surrogate)");
 
   let outcome;
   try {

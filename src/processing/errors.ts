@@ -46,5 +46,8 @@ export class DeferredError extends Error {
 /** A readable one-line description of whatever was thrown, for the `error` column. */
 export function describeError(error: unknown): string {
   const text = error instanceof Error ? `${error.name === "Error" ? "" : `${error.name}: `}${error.message}` : String(error);
-  return text.length > 1_000 ? `${text.slice(0, 1_000)}…` : text;
+  if (text.length <= 1_000) return text;
+  // Not between the two halves of a surrogate pair (an emoji): a lone half is not text to store.
+  const end = /[\uD800-\uDBFF]/.test(text[999]!) ? 999 : 1_000;
+  return `${text.slice(0, end)}…`;
 }

@@ -36,11 +36,22 @@ export function isStatementError(error: unknown): boolean {
  */
 const STATEMENT_ERROR = /\bSQLITE_(CONSTRAINT(_[A-Z]+)?|ERROR|MISMATCH|RANGE|TOOBIG|AUTH)\b/;
 
-/** A handler's effect as a D1 statement: a portable one rendered with `?N` placeholders. */
+/**
+ * A handler's effect as a D1 statement: a portable one rendered with `?N` placeholders. D1 binds
+ * numbers as doubles: a bigint beyond 2^53 would be stored rounded (Postgres stores it exactly), so
+ * it throws instead, which refuses the commit for good.
+ */
 function d1Statement(db: D1Database, effect: Effect): D1PreparedStatement {
   if (!(effect instanceof SqlStatement)) return effect;
-  const values = effect.values.map((value) => (typeof value === "boolean" ? (value ? 1 : 0) : typeof value === "bigint" ? Number(value) : value));
+  const values = effect.values.map((value) => (typeof value === "boolean" ? (value ? 1 : 0) : typeof value === "bigint" ? d1Integer(value) : value));
   return db.prepare(effect.render((position) => `?${position}`)).bind(...values);
+}
+
+function d1Integer(value: bigint): number {
+  if (value > BigInt(Number.MAX_SAFE_INTEGER) || value < BigInt(Number.MIN_SAFE_INTEGER)) {
+    throw new RangeError(`${value} is beyond what D1 binds exactly (2^53): bind it as text, or as a number within range`);
+  }
+  return Number(value);
 }
 
 export function d1Store(db: D1Database): Store {

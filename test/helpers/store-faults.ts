@@ -76,9 +76,11 @@ function patchDriver(): void {
   };
   prototype.query = function (this: Client, ...args: unknown[]) {
     const binding = bindingOf(this);
-    // The stores' form only: query(text, values?) answered by a promise.
-    if (!binding || typeof args[0] !== "string" || typeof args[args.length - 1] === "function") return query.apply(this, args);
-    return binding.query(this, args[0], () => query.apply(this, args));
+    // The stores' forms only, answered by a promise: query(text, values?), and query({ text, … }) for a handler's effects.
+    const [first] = args;
+    const text = typeof first === "string" ? first : typeof (first as { text?: unknown } | null)?.text === "string" ? (first as { text: string }).text : null;
+    if (!binding || text === null || typeof args[args.length - 1] === "function") return query.apply(this, args);
+    return binding.query(this, text, () => query.apply(this, args));
   };
 }
 

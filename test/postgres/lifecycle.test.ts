@@ -10,7 +10,7 @@ import { DatabaseError } from "pg";
 import { describe, expect, it } from "vitest";
 import type { DeliveryRef } from "../../src/delivery-ref";
 import { createOrderGuard } from "../../src/processing/order-guard";
-import { sql, type SqlStatement } from "../../src/sql";
+import { sql, SqlStatement } from "../../src/sql";
 import { attemptLogFromColumn, MAX_ATTEMPT_LOG } from "../../src/store/attempt-log";
 import { clientPerOperation, isRaised, isStatementError, withClient, type Queryable } from "../../src/store/postgres/client";
 import { claim, commitDone, entityVersion, markDeferred, markFailed, markRetrying } from "../../src/store/postgres/lifecycle";
@@ -190,6 +190,28 @@ describe("commitDone", () => {
     expect(await row(ref)).toMatchObject({ status: "received" });
   });
 
+  it("refuses transaction control behind comments, nested ones too, as the server would read it", async () => {
+    const ref = await received();
+    const hidden = new SqlStatement(["/* a note /* nested */ still the note */ -- and a line\n  ROLLBACK"], []);
+    const result = await commitDone(connections, ref, 100, { handled: true, effects: [hidden, payment(`${ref.source}:4b`)] }, NOW);
+    expect(result).toMatchObject({ kind: "refused", permanent: true });
+    expect(result.kind === "refused" && String(result.error)).toMatch(/may not control the transaction it runs in: ROLLBACK/);
+    expect(await payments(`${ref.source}:4b`)).toBe(0);
+    expect(await row(ref)).toMatchObject({ status: "received" });
+  });
+
+  it("runs an effect as one statement: a ROLLBACK after a semicolon is refused by the server, and nothing commits", async () => {
+    const ref = await received();
+    // Without values pg would use the simple protocol, which runs both: the mark undone, the next effect autocommitted.
+    const twoInOne = new SqlStatement([`INSERT INTO payments (delivery_id, customer, amount, currency, created_at) VALUES ('${ref.source}:4c', 'cus_1', 100, 'eur', 'x'); ROLLBACK`], []);
+    const result = await commitDone(connections, ref, 100, { handled: true, effects: [twoInOne, payment(`${ref.source}:4d`)] }, NOW);
+    expect(result).toMatchObject({ kind: "refused" });
+    expect(result.kind === "refused" && (result.error as { code?: string }).code).toBe("42601");
+    expect(await payments(`${ref.source}:4c`)).toBe(0);
+    expect(await payments(`${ref.source}:4d`)).toBe(0);
+    expect(await row(ref)).toMatchObject({ status: "received" });
+  });
+
   it("commits nothing for a stale token: a newer takeover was recorded (the fence)", async () => {
     const ref = await received();
     await db((q) => claim(q, ref, 200, { previousToken: 100, maxAttempts: 5 }, NOW));
@@ -303,6 +325,17 @@ describe("result marks", () => {
     expect(await db((q) => markRetrying(q, ref, 100, "bad\u0000byte", NOW))).toBe(true);
     expect(await row(ref)).toMatchObject({ error: "bad\uFFFDbyte" });
     expect(await history(ref)).toMatchObject([{ error: "bad\uFFFDbyte" }]);
+  });
+
+  it("stores an error with half an emoji (jsonb refuses a lone surrogate) with U+FFFD in its place, and fails it the same way", async () => {
+    const ref = await received();
+    // What a message cut at a length can end with, or a handler can echo from an event's JSON ("\ud83d").
+    expect(await db((q) => markRetrying(q, ref, 100, "cut \ud83d", NOW))).toBe(true);
+    expect(await row(ref)).toMatchObject({ error: "cut \uFFFD" });
+    expect(await history(ref)).toMatchObject([{ error: "cut \uFFFD" }]);
+    const other = await received();
+    expect(await db((q) => markFailed(q, other, 100, "\udc00 alone", NOW))).toBe(true);
+    expect(await row(other)).toMatchObject({ status: "failed", error: "\uFFFD alone" });
   });
 });
 

@@ -12,10 +12,8 @@ import type { DeliveryRef } from "../../delivery-ref";
 import { SUMMARY_COLUMNS, toSummary, zeroCounts, type DeliveryDetail, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "../admin";
 import { attemptLogFromColumn } from "../attempt-log";
 import { headersFromColumn } from "../headers";
-import { toBytes } from "./client";
+import { toBytes, toNumber } from "./client";
 import type { Queryable } from "./queryable";
-
-/** A summary row as Postgres returns it. */
 
 /**
  * Counts by status and source, and the age of the oldest waiting delivery: a full count of the
@@ -26,8 +24,9 @@ import type { Queryable } from "./queryable";
  * const { counts, oldestWaitingSeconds } = await deliveryStats(client, Date.now());
  */
 export async function deliveryStats(q: Queryable, nowMs: number): Promise<DeliveryStats> {
-  const { rows } = await q.query<{ source: string; status: DeliveryStatus; n: number; unhandled: number; oldest: string | null }>(
-    `SELECT source, status, count(*)::int AS n, (count(*) FILTER (WHERE status = 'done' AND handled = false))::int AS unhandled,
+  // count(*) is a bigint, which pg returns as a string: toNumber (an int cast would fail past 2^31 rows).
+  const { rows } = await q.query<{ source: string; status: DeliveryStatus; n: string; unhandled: string; oldest: string | null }>(
+    `SELECT source, status, count(*) AS n, count(*) FILTER (WHERE status = 'done' AND handled = false) AS unhandled,
             (SELECT min(received_at) FROM deliveries WHERE status IN ('received', 'processing')) AS oldest
        FROM deliveries GROUP BY source, status`,
   );
@@ -35,9 +34,10 @@ export async function deliveryStats(q: Queryable, nowMs: number): Promise<Delive
   const bySource: Record<string, StatusCounts> = {};
   let unhandled = 0;
   for (const group of rows) {
-    counts[group.status] += group.n;
-    (bySource[group.source] ??= zeroCounts())[group.status] = group.n;
-    unhandled += group.unhandled;
+    const n = toNumber(group.n);
+    counts[group.status] += n;
+    (bySource[group.source] ??= zeroCounts())[group.status] = n;
+    unhandled += toNumber(group.unhandled);
   }
   const oldestAt = rows[0]?.oldest ?? null;
   const oldestWaitingSeconds = oldestAt === null ? null : Math.max(0, Math.floor((nowMs - Date.parse(oldestAt)) / 1000));

@@ -180,9 +180,13 @@ export function toBytes(value: Uint8Array): Uint8Array {
 
 /**
  * Text as Postgres stores it: a NUL character is refused in text and jsonb (SQLSTATE 22021/22P05)
- * where SQLite keeps it. The store writes errors of its own making (a handler's message) through
- * this, so that a NUL in one does not fail the write that records it; it becomes U+FFFD.
+ * where SQLite keeps it, and jsonb refuses a lone UTF-16 surrogate (`\ud83d` without its pair,
+ * 22P02) that JSON.stringify writes as an escape. The store writes text of others' making (a
+ * handler's error message, an event type) through this, so that such a character does not fail
+ * the write that records it: each becomes U+FFFD.
+ * @example
+ * pgText("a\u0000b\ud83d"); // "a\uFFFDb\uFFFD"
  */
 export function pgText(text: string): string {
-  return text.includes("\u0000") ? text.replaceAll("\u0000", "\uFFFD") : text;
+  return text.replaceAll("\u0000", "\uFFFD").toWellFormed();
 }

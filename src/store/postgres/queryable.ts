@@ -8,6 +8,12 @@
  */
 export interface Queryable {
   query<R = any>(text: string, values?: readonly unknown[]): Promise<{ rows: R[]; rowCount: number | null }>;
+  /**
+   * `queryMode: "extended"` sends the statement through the extended protocol even without values,
+   * where the server refuses more than one statement in the text (42601): pg's simple protocol,
+   * used for a text without values, would run `INSERT …; ROLLBACK` as two.
+   */
+  query<R = any>(config: { text: string; values?: readonly unknown[]; queryMode?: "extended" }): Promise<{ rows: R[]; rowCount: number | null }>;
 }
 
 /**

@@ -9,6 +9,7 @@ import type { DeliveryStatus } from "../admin";
 import { attemptJson } from "../attempt-log";
 import { isoTime } from "../clock";
 import type { FailedFilter, ReplayState } from "../replay";
+import { toNumber } from "./client";
 import { appendAttempt, entryAt } from "./attempt-log";
 import { filterConditions } from "./listing";
 import type { Queryable } from "./queryable";
@@ -105,6 +106,6 @@ export async function resetFailedForReplay(q: Queryable, filter: FailedFilter, l
  */
 export async function countFailed(q: Queryable, filter: FailedFilter): Promise<number> {
   const { conditions, params } = filterConditions({ ...filter, status: "failed" });
-  const { rows } = await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE ${conditions.join(" AND ")} AND body IS NOT NULL`, params);
-  return rows[0]?.n ?? 0;
+  const { rows } = await q.query<{ n: string }>(`SELECT count(*) AS n FROM deliveries WHERE ${conditions.join(" AND ")} AND body IS NOT NULL`, params);
+  return toNumber(rows[0]?.n ?? 0);
 }
