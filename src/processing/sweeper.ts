@@ -19,8 +19,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { checkConfig, ConfigError, loadConfig } from "../config";
-import { openBatchStore } from "../store";
-import type { RetentionResult } from "../store/sweep";
+import { openBatchStore, type RetentionResult } from "../store";
 import { MAX_RETRY_AFTER_SECONDS } from "./attempt";
 import { enqueueDeliveries } from "./enqueue";
 import { describeError } from "./errors";

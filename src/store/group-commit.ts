@@ -16,7 +16,8 @@
  * writes its own row alone from its own request, so one bad row fails only its own delivery,
  * and a failure surfaces as a failure (503), never as stored.
  */
-import { insertDelivery, type NewDelivery, type RecordOutcome } from "./record";
+import type { NewDelivery, RecordOutcome } from "./new-delivery";
+import { insertDelivery } from "./record";
 
 /** The longest a group waits for the write before it: a slow write must not hold up the next. */
 export const MAX_WAIT_MS = 50;

@@ -9,6 +9,15 @@ import type { ClosableStore, Store } from "./store";
 
 export type { ClosableStore, CommitResult, Effect, Store, Takeover, WaitUntil } from "./store";
 
+// The store's vocabulary, for the callers (the admin API, the dashboard, the consumer, the sweeper):
+// the same in both stores, from neutral modules that import neither.
+export type { AttemptEntry, AttemptOutcome, RunTiming } from "./attempts";
+export type { ClaimedDelivery } from "./claims";
+export { DELIVERY_STATUSES, type DeliveryDetail, type DeliveryStatus, type DeliverySummary, type StatusCounts } from "./deliveries";
+export { LISTING_WINDOW, type DeliveryFilter, type ListingKey } from "./listing-query";
+export type { FailedFilter } from "./replay-state";
+export type { RetentionResult } from "./sweeping";
+
 /**
  * The connections one batch store may hold at once on Postgres: one per delivery the consumer runs
  * at a time (processing/consumer.ts BATCH_CONCURRENCY), so none waits for another's.

@@ -19,26 +19,11 @@
  * infrastructure error before any result.
  */
 import type { DeliveryRef } from "../delivery-ref";
-import { appendAttempt, attemptJson, deferredAttempt, entryAt, type RunTiming } from "./attempt-log";
+import { appendAttempt, deferredAttempt, entryAt } from "./attempt-log";
+import { attemptJson, type RunTiming } from "./attempts";
+import { LEASE_LOST, type Claimed } from "./claims";
 import { isoTime } from "./clock";
 import { bodyColumns, bodyFromRow } from "./columns";
-
-/** What a claim's statement (`readClaim` or `markTakeover`) found. */
-export type Claimed =
-  /** The handler may run: this is its `attempt`-th run. */
-  | { readonly kind: "run"; readonly attempt: number; readonly delivery: ClaimedDelivery }
-  /** MAX_ATTEMPTS recorded runs ended without a result or failed: set aside as failed (a crash loop). */
-  | { readonly kind: "gave_up"; readonly attempts: number; readonly error: string }
-  /** Not claimable: already done or failed, deleted, or a newer claim got there first. */
-  | { readonly kind: "gone" };
-
-/** What the handler needs of a claimed delivery. */
-export interface ClaimedDelivery {
-  readonly eventType: string | null;
-  readonly body: Uint8Array;
-  /** The provider's Content-Type, from the stored request headers; null when none was stored. */
-  readonly contentType: string | null;
-}
 
 /**
  * The stored `content-type` header (headers.ts: a JSON array of [name, value] pairs, names
@@ -48,9 +33,6 @@ export interface ClaimedDelivery {
  */
 const CONTENT_TYPE = `(SELECT json_extract(header.value, '$[1]') FROM json_each(CASE WHEN json_valid(headers) THEN headers END) AS header
                         WHERE json_extract(header.value, '$[0]') = 'content-type' LIMIT 1) AS content_type`;
-
-/** The D1 error the lease fence raises (migrations/0006, trigger `deliveries_lease_fence`). */
-export const LEASE_LOST = "lease_lost";
 
 /** How the error of a delivery whose workers kept dying begins (see `markTakeover`). */
 const GAVE_UP = "gave up: the worker kept crashing (";

@@ -1,45 +1,10 @@
 /**
  * The listing of deliveries, newest first, in keyset pages, and the lookup of one id across
  * sources: what the admin API's and the dashboard's lists run. Also the filter terms a bulk
- * replay shares with it (replay.ts).
+ * replay shares with it (replay.ts). What it asks and answers is in listing-query.ts.
  */
-import { SUMMARY_COLUMNS, toSummary, type DeliveryRow, type DeliveryStatus, type DeliverySummary } from "./admin";
-
-/** The position after the last row of a page: the listing's sort key. */
-export interface ListingKey {
-  readonly receivedAt: string;
-  readonly source: string;
-  readonly id: string;
-}
-
-/** Which deliveries a listing or a bulk replay takes; every field optional. */
-export interface DeliveryFilter {
-  readonly status?: DeliveryStatus | undefined;
-  readonly source?: string | undefined;
-  readonly eventType?: string | undefined;
-  /** Received at or after this ISO time. */
-  readonly since?: string | undefined;
-  /** Received before this ISO time. */
-  readonly until?: string | undefined;
-  /** Only done deliveries no handler matched. */
-  readonly unhandled?: boolean | undefined;
-}
-
-export interface ListingQuery extends DeliveryFilter {
-  readonly limit: number;
-  readonly after?: ListingKey | undefined;
-}
-
-export interface ListingPage {
-  readonly deliveries: DeliverySummary[];
-  /** Where the next page starts when more rows may follow; null on the last page. */
-  readonly nextKey: ListingKey | null;
-  /**
-   * Set when the page stopped at its window (LISTING_WINDOW) before it filled: the `received_at`
-   * it searched back to. The next page goes on from there.
-   */
-  readonly searchedThrough: string | null;
-}
+import { SUMMARY_COLUMNS, toSummary, type DeliveryRow, type DeliveryStatus, type DeliverySummary } from "./deliveries";
+import { LISTING_WINDOW, type DeliveryFilter, type ListingPage, type ListingQuery } from "./listing-query";
 
 /**
  * The status filter of the listing, with the literal term of the partial index that serves it
@@ -53,15 +18,6 @@ const STATUS_FILTER: Record<DeliveryStatus, string> = {
   failed: "status = 'failed'",
   done: "status = 'done'",
 };
-
-/**
- * How many index entries one page of a filtered listing examines at most. A filter no index
- * serves (a source, an event type, `done`) is checked row by row along the index, and D1 runs one
- * query at a time: a filter that matches nothing must not walk a million rows while providers
- * wait. A page cut short here ends with a cursor at the last entry examined, so the next page goes
- * on from there (`ListingPage.searchedThrough`).
- */
-export const LISTING_WINDOW = 10_000;
 
 /** The listing's statements (exported so that a test can `EXPLAIN QUERY PLAN` them). */
 export interface ListingStatements {

@@ -9,22 +9,8 @@
  */
 import { isoTime } from "./clock";
 import { bodyFromParams, bodyParams } from "./columns";
+import type { NewDelivery } from "./new-delivery";
 import { COUNTED_MARK_SQL } from "./overview";
-
-export interface NewDelivery {
-  readonly source: string;
-  readonly id: string;
-  readonly eventType: string | null;
-  /** The raw request body, stored as a BLOB byte for byte (sent as hex: columns.ts). */
-  readonly body: Uint8Array;
-  readonly receivedAtMs: number;
-  /** SHA-256 of the signed content, when the source deduplicates on content; else absent or null. */
-  readonly contentDigest?: Uint8Array | null;
-  /** The request headers to keep, as `headersToStore` (headers.ts) gives them; credentials never. */
-  readonly headers?: string | null;
-}
-
-export type RecordOutcome = "stored" | "duplicate";
 
 /**
  * The prepared insert for one delivery; `meta.changes` is 1 for a new row, 0 for a duplicate

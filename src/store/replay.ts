@@ -4,10 +4,12 @@
  * order). The only write of the admin API and the dashboard.
  */
 import type { DeliveryRef } from "../delivery-ref";
-import type { DeliveryStatus } from "./admin";
-import { appendAttempt, attemptJson, entryAt } from "./attempt-log";
+import { appendAttempt, entryAt } from "./attempt-log";
+import { attemptJson } from "./attempts";
 import { isoTime } from "./clock";
-import { filterConditions, type DeliveryFilter } from "./listing";
+import type { DeliveryStatus } from "./deliveries";
+import { filterConditions } from "./listing";
+import type { FailedFilter, ReplayState } from "./replay-state";
 
 /**
  * A replay's fence (`?param`: its time, ms): `lease_token` becomes at least the replay's time. Lease tokens start from the
@@ -19,13 +21,6 @@ import { filterConditions, type DeliveryFilter } from "./listing";
  */
 function replayFence(param: number): string {
   return `lease_token = max(coalesce(lease_token, 0), ?${param})`;
-}
-
-/** What decides whether a delivery can be replayed, when the replay reset refused it. */
-export interface ReplayState {
-  readonly status: DeliveryStatus;
-  /** Retention cleared the body: a replay would hand its handler no bytes. */
-  readonly bodyPruned: boolean;
 }
 
 /** The replay state of one delivery, or null when it does not exist. */
@@ -54,9 +49,6 @@ export async function resetForReplay(db: D1Database, ref: DeliveryRef, from: rea
     .run();
   return result.meta.changes > 0;
 }
-
-/** Which failed deliveries a bulk replay takes: the listing's filters but the status. */
-export type FailedFilter = Omit<DeliveryFilter, "status" | "unhandled">;
 
 /**
  * The bulk form: resets up to `limit` failed deliveries matching `filter`, oldest first, and

@@ -4,7 +4,7 @@
  * the rows past its mark, the partial indexes of the unfinished and the failed) in its own SQL, and
  * this turns them into the numbers the dashboard and `/admin/metrics` show.
  */
-import { DELIVERY_STATUSES, zeroCounts, type DeliveryStatus, type StatusCounts } from "./admin";
+import { DELIVERY_STATUSES, zeroCounts, type DeliveryStatus, type StatusCounts } from "./deliveries";
 import { isoTime } from "./clock";
 
 /** The `inbox_marks` row up to which (a `received_at`, exclusive) rows are in `inbox_counts` and `inbox_hours`. */

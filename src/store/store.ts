@@ -15,14 +15,14 @@
  */
 import type { DeliveryRef } from "../delivery-ref";
 import type { SqlStatement } from "../sql";
-import type { DeliveryDetail, DeliveryStats, DeliverySummary } from "./admin";
-import type { RunTiming } from "./attempt-log";
-import type { Claimed } from "./lifecycle";
-import type { ListingPage, ListingQuery } from "./listing";
+import type { RunTiming } from "./attempts";
+import type { Claimed } from "./claims";
+import type { DeliveryDetail, DeliveryStats, DeliverySummary } from "./deliveries";
+import type { ListingPage, ListingQuery } from "./listing-query";
+import type { NewDelivery, RecordOutcome } from "./new-delivery";
+import type { FailedFilter, ReplayState } from "./replay-state";
 import type { Overview } from "./snapshot";
-import type { NewDelivery, RecordOutcome } from "./record";
-import type { FailedFilter, ReplayState } from "./replay";
-import type { RetentionResult, StrandedCutoffs } from "./sweep";
+import type { RetentionResult, StrandedCutoffs } from "./sweeping";
 
 /**
  * A handler's effect: a portable statement (`sql`, src/sql.ts), or with D1 a prepared statement of

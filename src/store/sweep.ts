@@ -6,18 +6,7 @@ import type { DeliveryRef } from "../delivery-ref";
 import { isoTime } from "./clock";
 import { markSql } from "./marks";
 import { COUNTED_MARK_SQL } from "./overview";
-
-export interface StrandedCutoffs {
-  /**
-   * `received` with no attempt, unchanged since before this: its enqueue was lost, or its first run
-   * is still at work (D1 records a run when it ends); that one's requeue meets its lease, busy.
-   */
-  readonly neverAttemptedBeforeMs: number;
-  /** `received` after a failed attempt (waiting for its retry) since before this. */
-  readonly retryWaitingBeforeMs: number;
-  /** `processing` since before this: its lease (and its lease alarm) expired long ago. */
-  readonly processingBeforeMs: number;
-}
+import { BODIES_PRUNED_THROUGH, type RetentionResult, type StrandedCutoffs } from "./sweeping";
 
 /**
  * Returns up to `limit` stranded deliveries and touches their `updated_at`, so the next run
@@ -47,14 +36,6 @@ export async function takeStranded(db: D1Database, cutoffs: StrandedCutoffs, now
     .all<DeliveryRef>();
   return results;
 }
-
-export interface RetentionResult {
-  readonly deleted: number;
-  readonly bodiesCleared: number;
-}
-
-/** The `inbox_marks` row that holds how far body pruning has come (a `received_at`). */
-export const BODIES_PRUNED_THROUGH = "bodies_pruned_through";
 
 /** Where body pruning stopped last, as an SQL expression ('' before its first run). */
 const WATERMARK = markSql(BODIES_PRUNED_THROUGH);

@@ -20,7 +20,7 @@
 import { env } from "cloudflare:workers";
 import { Client, types } from "pg";
 import { openStore } from "../../src/store";
-import type { NewDelivery, RecordOutcome } from "../../src/store/record";
+import type { NewDelivery, RecordOutcome } from "../../src/store/new-delivery";
 import { sql, type SqlStatement } from "../../src/sql";
 
 export type StoreName = "d1" | "postgres";

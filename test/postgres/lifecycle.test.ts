@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import type { DeliveryRef } from "../../src/delivery-ref";
 import { createOrderGuard } from "../../src/processing/order-guard";
 import { sql, SqlStatement } from "../../src/sql";
-import { attemptLogFromColumn, MAX_ATTEMPT_LOG } from "../../src/store/attempt-log";
+import { attemptLogFromColumn, MAX_ATTEMPT_LOG } from "../../src/store/attempts";
 import { clientPerOperation, isRaised, isStatementError, withClient, type Queryable } from "../../src/store/postgres/client";
 import { claim, commitDone, entityVersion, markDeferred, markFailed, markRetrying } from "../../src/store/postgres/lifecycle";
 import { postgresStore } from "../../src/store/postgres";

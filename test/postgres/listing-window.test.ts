@@ -6,7 +6,7 @@
  * other files, which run at the same time).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LISTING_WINDOW, type ListingQuery } from "../../src/store/listing";
+import { LISTING_WINDOW, type ListingQuery } from "../../src/store/listing-query";
 import { listDeliveries, listingStatement } from "../../src/store/postgres/listing";
 import type { Queryable } from "../../src/store/postgres/queryable";
 import { privateSchema } from "../helpers/postgres-schema";

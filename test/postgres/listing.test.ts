@@ -6,7 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { ListingQuery } from "../../src/store/listing";
+import type { ListingQuery } from "../../src/store/listing-query";
 import { withClient } from "../../src/store/postgres/client";
 import { findDeliveryById, listDeliveries, listingStatement } from "../../src/store/postgres/listing";
 import type { Queryable } from "../../src/store/postgres/queryable";

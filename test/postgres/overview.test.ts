@@ -9,8 +9,8 @@
  * sources, which the other files' tests, sharing the database and running at the same time, would see.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { StatusCounts } from "../../src/store/admin";
-import { COUNT_LAG_MS, OVERVIEW_MAX_AGE_MS } from "../../src/store/overview";
+import type { StatusCounts } from "../../src/store/deliveries";
+import { COUNT_LAG_MS, OVERVIEW_MAX_AGE_MS } from "../../src/store/snapshot";
 import { deliveryStats } from "../../src/store/postgres/admin";
 import { advanceCounts, COUNT_SQL, maintainOverview, OVERVIEW_SQL, readOverview, refreshOverview } from "../../src/store/postgres/overview";
 import type { Queryable } from "../../src/store/postgres/queryable";

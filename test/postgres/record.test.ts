@@ -6,7 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
-import type { NewDelivery, RecordOutcome } from "../../src/store/record";
+import type { NewDelivery, RecordOutcome } from "../../src/store/new-delivery";
 import { withClient, type Queryable } from "../../src/store/postgres/client";
 import { insertDeliveries, MAX_GROUP_SIZE, postgresWriter, recordDelivery, recordGrouped, type GroupWriter } from "../../src/store/postgres/record";
 

@@ -7,7 +7,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { MAX_ATTEMPT_LOG } from "../../src/store/attempt-log";
+import { MAX_ATTEMPT_LOG } from "../../src/store/attempts";
 import { withClient } from "../../src/store/postgres/client";
 import type { Queryable } from "../../src/store/postgres/queryable";
 import { countFailed, replayState, resetFailedForReplay, resetForReplay } from "../../src/store/postgres/replay";

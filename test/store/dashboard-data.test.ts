@@ -10,7 +10,7 @@ import { defineHandlers, type Handler } from "../../src/processing/handlers";
 import { hmac } from "../../src/providers/hmac";
 import { sql } from "../../src/sql";
 import { openStore } from "../../src/store";
-import { MAX_ATTEMPT_LOG } from "../../src/store/attempt-log";
+import { MAX_ATTEMPT_LOG } from "../../src/store/attempts";
 import { headersToStore, MAX_HEADERS_BYTES } from "../../src/store/headers";
 import { consume, storeDelivery } from "../helpers/processing";
 import { post, sha256Hex, stripeSignature, unique } from "../helpers/provider-signers";

@@ -3,7 +3,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, expect, it } from "vitest";
 import { MAX_GROUP_BYTES, MAX_GROUP_SIZE, recordDeliveryGrouped } from "../../src/store/group-commit";
-import type { NewDelivery, RecordOutcome } from "../../src/store/record";
+import type { NewDelivery, RecordOutcome } from "../../src/store/new-delivery";
 import { deliveryRows } from "../helpers/db";
 
 type Statement = D1PreparedStatement & { readonly real: D1PreparedStatement; readonly id: string };

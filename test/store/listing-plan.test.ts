@@ -6,7 +6,8 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { listDeliveries, LISTING_WINDOW, listingStatement } from "../../src/store/listing";
+import { listDeliveries, listingStatement } from "../../src/store/listing";
+import { LISTING_WINDOW } from "../../src/store/listing-query";
 
 describe("the listing's query plan", () => {
   const after = { receivedAt: "2026-12-01T00:00:00.000Z", source: "stripe", id: "evt_1" };

@@ -1,6 +1,6 @@
 /** Deliveries in any state, stored through the store and then set by hand, for the dashboard's pages to show. */
 import { sql } from "../../src/sql";
-import type { AttemptEntry } from "../../src/store/attempt-log";
+import type { AttemptEntry } from "../../src/store/attempts";
 import { exec, recordDelivery } from "../helpers/store-db";
 
 export interface Fixture {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { SqlStatement, type SqlValue } from "../../src/sql";
-import { LISTING_WINDOW } from "../../src/store/listing";
+import { LISTING_WINDOW } from "../../src/store/listing-query";
 import { exec } from "../helpers/store-db";
 import { ui } from "./client";
 

@@ -4,7 +4,7 @@
  * Opaque on purpose: clients pass it back unchanged, so the sort key can change without breaking
  * them. It is not a secret and not signed; a forged cursor only moves the page boundary.
  */
-import type { ListingKey } from "../../store/listing";
+import type { ListingKey } from "../../store";
 
 /**
  * @example

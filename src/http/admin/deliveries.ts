@@ -1,11 +1,10 @@
 /** `GET /admin/deliveries` (a page of deliveries) and `GET /admin/deliveries/:source/:id` (one, with its body). */
 import { createRoute } from "@hono/zod-openapi";
-import type { DeliveryDetail } from "../../store/admin";
 import { ApiError } from "../errors";
 import { decodeCursor, encodeCursor } from "./cursor";
 import { adminRouter, BEARER_SECURITY, errorResponses } from "./router";
 import { DeliveryDetailSchema, DeliveryListSchema, DeliveryParamsSchema, ListQuerySchema } from "./schemas";
-import { openStore } from "../../store";
+import { openStore, type DeliveryDetail } from "../../store";
 
 const listRoute = createRoute({
   method: "get",

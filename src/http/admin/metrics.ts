@@ -5,10 +5,9 @@
  * metric of its own.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { DELIVERY_STATUSES } from "../../store/admin";
 import type { Overview } from "../../store/snapshot";
 import { adminRouter, BEARER_SECURITY, errorResponses } from "./router";
-import { openStore } from "../../store";
+import { DELIVERY_STATUSES, openStore } from "../../store";
 
 const metricsRoute = createRoute({
   method: "get",

@@ -14,8 +14,7 @@ import { leaseFor } from "../../processing/consumer";
 import { enqueueDeliveries, enqueueDelivery } from "../../processing/enqueue";
 import { describeError } from "../../processing/errors";
 import type { DeliveryRef } from "../../processing/messages";
-import type { FailedFilter } from "../../store/replay";
-import { openStore } from "../../store";
+import { openStore, type FailedFilter } from "../../store";
 
 export type ReplayResult =
   | { readonly kind: "replayed" }

@@ -3,7 +3,7 @@
  * generated from, so the document cannot drift from the code.
  */
 import { z } from "@hono/zod-openapi";
-import { DELIVERY_STATUSES } from "../../store/admin";
+import { DELIVERY_STATUSES } from "../../store";
 import { MAX_DELIVERY_ID_LENGTH } from "../receiver";
 import { decodeCursor } from "./cursor";
 

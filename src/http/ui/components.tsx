@@ -1,7 +1,6 @@
 /** Small pieces the pages share: status badges, times, notices. Text only through JSX (escaped). */
 import type { Child } from "hono/jsx";
-import type { DeliveryStatus } from "../../store/admin";
-import type { AttemptOutcome } from "../../store/attempt-log";
+import type { AttemptOutcome, DeliveryStatus } from "../../store";
 import { relativeText, utcText } from "./format";
 
 /** A delivery's status: its name in words, the colour only repeating it (never alone). */

@@ -3,8 +3,7 @@
  * named in `problems` and left out, so a page still renders and says what it could not use.
  */
 import { SOURCES } from "../../sources";
-import { DELIVERY_STATUSES, type DeliveryStatus } from "../../store/admin";
-import type { ListingKey } from "../../store/listing";
+import { DELIVERY_STATUSES, type DeliveryStatus, type ListingKey } from "../../store";
 import { decodeCursor } from "../admin/cursor";
 import { MAX_DELIVERY_ID_LENGTH } from "../receiver";
 import type { ListFilter } from "./links";

@@ -4,7 +4,7 @@
  * (an id may hold `/`, `?`, `#` or anything else a provider sends).
  */
 import type { DeliveryRef } from "../../processing/messages";
-import type { DeliveryFilter } from "../../store/listing";
+import type { DeliveryFilter } from "../../store";
 
 /** The list filters a link can carry; every field optional. */
 export type ListFilter = DeliveryFilter;

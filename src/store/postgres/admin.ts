@@ -9,8 +9,8 @@
  * (D1 needs hex chunks, store/columns.ts).
  */
 import type { DeliveryRef } from "../../delivery-ref";
-import { SUMMARY_COLUMNS, toSummary, zeroCounts, type DeliveryDetail, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "../admin";
-import { attemptLogFromColumn } from "../attempt-log";
+import { SUMMARY_COLUMNS, toSummary, zeroCounts, type DeliveryDetail, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "../deliveries";
+import { attemptLogFromColumn } from "../attempts";
 import { headersFromColumn } from "../headers";
 import { toBytes, toNumber } from "./client";
 import type { Queryable } from "./queryable";

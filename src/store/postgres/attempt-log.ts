@@ -8,7 +8,7 @@
  * pg returns the column parsed; `attemptLogFromColumn` (store/attempt-log.ts) reads
  * `JSON.stringify` of it.
  */
-import { MAX_ATTEMPT_LOG } from "../attempt-log";
+import { MAX_ATTEMPT_LOG } from "../attempts";
 
 const LOG = "coalesce(attempt_log, '[]'::jsonb)";
 

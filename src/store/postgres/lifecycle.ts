@@ -15,9 +15,9 @@
  */
 import type { DeliveryRef } from "../../delivery-ref";
 import { SqlStatement } from "../../sql";
-import { attemptJson, type RunTiming } from "../attempt-log";
+import { attemptJson, type RunTiming } from "../attempts";
+import { LEASE_LOST, type Claimed } from "../claims";
 import { isoTime } from "../clock";
-import { LEASE_LOST, type Claimed } from "../lifecycle";
 import type { CommitResult, Effect, Takeover } from "../store";
 import { appendAttempt, deferredAttempt, entryAt } from "./attempt-log";
 import { isRaised, isStatementError, pgText, toBytes, toNumber, type Connections, type Queryable } from "./client";

@@ -8,9 +8,8 @@
  * status terms stay literal; and each page is one statement, so one snapshot, where D1 runs the
  * page and its window's edge as a batch.
  */
-import type { DeliveryStatus, DeliverySummary } from "../admin";
-import { LISTING_WINDOW, type DeliveryFilter, type ListingPage, type ListingQuery } from "../listing";
-import { SUMMARY_COLUMNS, toSummary, type DeliveryRow } from "../admin";
+import { SUMMARY_COLUMNS, toSummary, type DeliveryRow, type DeliveryStatus, type DeliverySummary } from "../deliveries";
+import { LISTING_WINDOW, type DeliveryFilter, type ListingPage, type ListingQuery } from "../listing-query";
 import type { Queryable } from "./queryable";
 
 /**

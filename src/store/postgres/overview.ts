@@ -16,7 +16,7 @@
  * - the snapshot's reads are one statement (one snapshot of the database), as D1's batch was one
  *   transaction: the counted totals and the rows past the mark agree even while a walk commits.
  */
-import type { DeliveryStatus } from "../admin";
+import type { DeliveryStatus } from "../deliveries";
 import { isoTime } from "../clock";
 import {
   assembleSnapshot,

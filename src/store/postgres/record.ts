@@ -17,8 +17,8 @@
  * could be this one.
  */
 import { isoTime } from "../clock";
+import type { NewDelivery, RecordOutcome } from "../new-delivery";
 import { COUNTED_THROUGH } from "../snapshot";
-import type { NewDelivery, RecordOutcome } from "../record";
 import type { WaitUntil } from "../store";
 import { pgText, withClient, type Queryable } from "./client";
 

@@ -5,10 +5,10 @@
  * promises as the D1 store's (store/replay.ts); what Postgres adds is concurrency, said where it matters.
  */
 import type { DeliveryRef } from "../../delivery-ref";
-import type { DeliveryStatus } from "../admin";
-import { attemptJson } from "../attempt-log";
+import { attemptJson } from "../attempts";
 import { isoTime } from "../clock";
-import type { FailedFilter, ReplayState } from "../replay";
+import type { DeliveryStatus } from "../deliveries";
+import type { FailedFilter, ReplayState } from "../replay-state";
 import { toNumber } from "./client";
 import { appendAttempt, entryAt } from "./attempt-log";
 import { filterConditions } from "./listing";

@@ -11,7 +11,7 @@
  */
 import type { DeliveryRef } from "../../delivery-ref";
 import { isoTime } from "../clock";
-import { BODIES_PRUNED_THROUGH, type RetentionResult, type StrandedCutoffs } from "../sweep";
+import { BODIES_PRUNED_THROUGH, type RetentionResult, type StrandedCutoffs } from "../sweeping";
 import { lockCountedMark } from "./overview";
 import { ownTransaction, type Queryable } from "./queryable";
 

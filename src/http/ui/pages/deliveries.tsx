@@ -1,6 +1,5 @@
 /** `GET /ui/deliveries`: the filters (a GET form, so every view is a link), the lookup by id, and one page of deliveries. */
-import { DELIVERY_STATUSES, type DeliverySummary } from "../../../store/admin";
-import { LISTING_WINDOW } from "../../../store/listing";
+import { DELIVERY_STATUSES, LISTING_WINDOW, type DeliverySummary } from "../../../store";
 import { Notice, Problems, RelativeTime, StatusBadge } from "../components";
 import { sourceChoices } from "../filters";
 import { shorten } from "../format";

@@ -3,8 +3,7 @@
  * history, and what can be done (replay, or force replay behind a confirmation). Everything here
  * but the labels was sent by a provider, or by whoever holds a source's secret: JSX text only.
  */
-import type { DeliveryDetail } from "../../../store/admin";
-import type { AttemptEntry } from "../../../store/attempt-log";
+import type { AttemptEntry, DeliveryDetail } from "../../../store";
 import { viewBody } from "../body-view";
 import { AbsoluteTime, CopyButton, Notice, OutcomeBadge, StatusBadge } from "../components";
 import { bytesText, millisecondsText } from "../format";

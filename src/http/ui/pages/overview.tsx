@@ -1,5 +1,5 @@
 /** `GET /ui`: what is waiting, what failed, per source, and the last 24 hours. Every number is a link to its list. */
-import { DELIVERY_STATUSES, type DeliveryStatus, type StatusCounts } from "../../../store/admin";
+import { DELIVERY_STATUSES, type DeliveryStatus, type StatusCounts } from "../../../store";
 import type { Overview } from "../../../store/snapshot";
 import { RelativeTime, StatusBadge } from "../components";
 import { durationText, percentText, utcText } from "../format";

@@ -1,5 +1,5 @@
 /** The replay confirmations: force replay of one done delivery, and bulk replay of failed ones by filters. */
-import type { DeliveryDetail } from "../../../store/admin";
+import type { DeliveryDetail } from "../../../store";
 import { Notice, Problems, StatusBadge } from "../components";
 import { utcText } from "../format";
 import { deliveryHref, listHref, type ListFilter } from "../links";

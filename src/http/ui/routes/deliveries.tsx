@@ -4,7 +4,6 @@
  */
 import { Hono } from "hono";
 import { SOURCES } from "../../../sources";
-import type { DeliverySummary } from "../../../store/admin";
 import { encodeCursor } from "../../admin/cursor";
 import type { AppEnv } from "../../types";
 import { parseFilter } from "../filters";
@@ -12,7 +11,7 @@ import { renderPage } from "../layout";
 import { deliveryHref } from "../links";
 import { DeliveriesPage } from "../pages/deliveries";
 import { DeliveryPage, noticeFor } from "../pages/delivery";
-import { openStore } from "../../../store";
+import { openStore, type DeliverySummary } from "../../../store";
 
 export const PAGE_SIZE = 50;
 

@@ -1,0 +1,79 @@
+/**
+ * What a delivery looks like to the admin API and the dashboard, in either store: its statuses, the
+ * counts by status, a summary as listed and one delivery whole, and the row of SUMMARY_COLUMNS both
+ * stores read them from (`toSummary`). Shared by the D1 store (d1/) and the Postgres store
+ * (postgres/), and by the callers through index.ts.
+ */
+import type { AttemptEntry } from "./attempts";
+import type { StoredHeaders } from "./headers";
+
+export const DELIVERY_STATUSES = ["received", "processing", "done", "failed"] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export type StatusCounts = Record<DeliveryStatus, number>;
+
+export function zeroCounts(): StatusCounts {
+  return { received: 0, processing: 0, done: 0, failed: 0 };
+}
+
+export interface DeliveryStats {
+  readonly counts: StatusCounts;
+  /** Done deliveries no handler matched (a typo in the registry shows up here). */
+  readonly unhandled: number;
+  /** Age of the oldest `received`/`processing` delivery, whole seconds; null when none waits. */
+  readonly oldestWaitingSeconds: number | null;
+  readonly bySource: Record<string, StatusCounts>;
+}
+
+/** One delivery as listed: everything but the body and the lease columns. */
+export interface DeliverySummary {
+  readonly source: string;
+  readonly id: string;
+  readonly eventType: string | null;
+  readonly status: DeliveryStatus;
+  readonly attempts: number;
+  readonly error: string | null;
+  /** On done: true when a handler ran, false when none matched. Null before that. */
+  readonly handled: boolean | null;
+  readonly receivedAt: string;
+  readonly updatedAt: string;
+}
+
+/** A summary plus the raw body bytes (null once retention pruned them), its request headers and its attempt history. */
+export interface DeliveryDetail extends DeliverySummary {
+  readonly body: Uint8Array | null;
+  /** The request headers as received, credentials left out (store/headers.ts); null when not stored or cleared with the body. */
+  readonly headers: StoredHeaders | null;
+  /** Each run and replay, oldest first (store/attempt-log.ts). */
+  readonly attemptLog: readonly AttemptEntry[];
+}
+
+export interface DeliveryRow {
+  source: string;
+  id: string;
+  event_type: string | null;
+  status: DeliveryStatus;
+  attempts: number;
+  error: string | null;
+  /** 1/0 in D1, a boolean in Postgres. */
+  handled: number | boolean | null;
+  received_at: string;
+  updated_at: string;
+}
+
+export const SUMMARY_COLUMNS = "source, id, event_type, status, attempts, error, handled, received_at, updated_at";
+
+/** One delivery as listed, from a row of SUMMARY_COLUMNS (either store's). */
+export function toSummary(row: DeliveryRow): DeliverySummary {
+  return {
+    source: row.source,
+    id: row.id,
+    eventType: row.event_type,
+    status: row.status,
+    attempts: row.attempts,
+    error: row.error,
+    handled: row.handled === null ? null : row.handled === true || row.handled === 1,
+    receivedAt: row.received_at,
+    updatedAt: row.updated_at,
+  };
+}

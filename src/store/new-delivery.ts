@@ -1,0 +1,19 @@
+/**
+ * What the receiver hands a store to record, and what became of it. Shared by the D1 store
+ * (record.ts, group-commit.ts) and the Postgres store (postgres/record.ts).
+ */
+
+export interface NewDelivery {
+  readonly source: string;
+  readonly id: string;
+  readonly eventType: string | null;
+  /** The raw request body, stored as a BLOB byte for byte (D1: sent as hex, columns.ts; Postgres: bytea). */
+  readonly body: Uint8Array;
+  readonly receivedAtMs: number;
+  /** SHA-256 of the signed content, when the source deduplicates on content; else absent or null. */
+  readonly contentDigest?: Uint8Array | null;
+  /** The request headers to keep, as `headersToStore` (headers.ts) gives them; credentials never. */
+  readonly headers?: string | null;
+}
+
+export type RecordOutcome = "stored" | "duplicate";
