@@ -10,7 +10,7 @@
 --   and under "C" text order is time order. A CHECK keeps the deliveries' times in that one shape
 --   (another shape, a timestamptz's text say, would compare wrong without any error).
 -- * Raw bytes are bytea (body, content_digest); headers and attempt_log are jsonb holding the same
---   JSON as D1's text columns (src/store/headers.ts, src/store/attempt-log.ts); tokens are bigint
+--   JSON as D1's text columns (src/store/headers.ts, src/store/attempts.ts); tokens are bigint
 --   (they start from the lease object's clock in ms, past integer); handled is boolean. pg returns
 --   bigint as a string: the store converts.
 -- * Nothing here, nor in the store, keeps session state (no SET, temporary table, prepared statement
@@ -44,14 +44,14 @@ CREATE TABLE deliveries (
   updated_at     text COLLATE "C" NOT NULL          -- last state change
                  CHECK (updated_at ~ '^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$'),
   -- The token of the last claim the database knows of: a takeover's, or the run whose result was
-  -- recorded last (src/store/lifecycle.ts).
+  -- recorded last (src/store/d1/lifecycle.ts).
   lease_token    bigint,
   commit_token   bigint,                           -- set only by the fenced "done" write; checked by the fence below
   -- SHA-256 of the signed content, for providers whose delivery id is not signed (D1: 0004); NULL otherwise.
   content_digest bytea,
   -- The request headers kept (credentials never): [[name, value], …], names lower-cased; NULL once pruned.
   headers        jsonb CHECK (jsonb_typeof(headers) = 'array'),
-  -- The last 50 runs and replays, oldest first (src/store/attempt-log.ts).
+  -- The last 50 runs and replays, oldest first (src/store/attempts.ts).
   attempt_log    jsonb CHECK (jsonb_typeof(attempt_log) = 'array'),
   PRIMARY KEY (source, id)
 );
@@ -121,8 +121,8 @@ FOR EACH ROW
 WHEN (NEW.version <= OLD.version)
 EXECUTE FUNCTION entity_versions_stale_version();
 
--- Progress marks of the sweeper's bounded walks and the overview's snapshot (src/store/marks.ts,
--- src/store/overview.ts; D1: 0006), e.g. how far body pruning and the count have come. A few rows.
+-- Progress marks of the sweeper's bounded walks and the overview's snapshot (src/store/d1/marks.ts,
+-- src/store/d1/overview.ts; D1: 0006), e.g. how far body pruning and the count have come. A few rows.
 CREATE TABLE inbox_marks (
   name   text COLLATE "C" NOT NULL PRIMARY KEY,
   value  text COLLATE "C" NOT NULL

@@ -1,4 +1,4 @@
--- Retention's and the admin listing's indexes (src/store/sweep.ts, src/store/admin.ts).
+-- Retention's and the admin listing's indexes (src/store/d1/sweep.ts, src/store/d1/admin.ts).
 
 -- Body pruning walks this one: it holds only the done rows whose body is still there, and a row
 -- leaves it when its body is cleared, so a run reads none of the rows pruned before (walking

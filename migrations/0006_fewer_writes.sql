@@ -9,7 +9,7 @@
 --               + deliveries_pending                                                    3 rows
 --   done mark   the table; leaving deliveries_pending is free                           1 row
 --
--- The first claim of a delivery no longer writes D1 at all (src/store/lifecycle.ts: the lease
+-- The first claim of a delivery no longer writes D1 at all (src/store/d1/lifecycle.ts: the lease
 -- object knows who holds it; D1 records only takeovers), and body pruning walks the age index from
 -- a watermark instead of a partial index that every done row entered.
 --
@@ -58,7 +58,7 @@ CREATE INDEX deliveries_failed ON deliveries (received_at) WHERE status = 'faile
 CREATE UNIQUE INDEX deliveries_by_content_digest ON deliveries (source, content_digest) WHERE content_digest IS NOT NULL;
 
 -- The lease fence, for claims that D1 mostly does not see. A handler's effects commit in one batch
--- that starts by writing commit_token = <the worker's lease token> (src/store/lifecycle.ts
+-- that starts by writing commit_token = <the worker's lease token> (src/store/d1/lifecycle.ts
 -- markDone). It commits only while the delivery is unsettled and no later claim is recorded:
 -- its own token is newer than any D1 knows, or it is the recorded takeover itself. Tokens only
 -- grow, and every takeover is recorded before its handler runs, so a worker whose lease ran out
@@ -72,7 +72,7 @@ BEGIN
 END;
 
 -- Progress marks of the sweeper's bounded walks, e.g. how far body pruning has come
--- (src/store/sweep.ts). A few rows, written at most once per sweep.
+-- (src/store/d1/sweep.ts). A few rows, written at most once per sweep.
 CREATE TABLE inbox_marks (
   name   TEXT NOT NULL PRIMARY KEY,
   value  TEXT NOT NULL

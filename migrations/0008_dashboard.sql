@@ -4,14 +4,14 @@
 -- the result marks write that row anyway, and D1 bills rows, not bytes (test/store/write-cost.test.ts).
 -- Credential headers are never stored (src/store/headers.ts); retention clears `headers` with the body.
 ALTER TABLE deliveries ADD COLUMN headers TEXT;
--- A JSON array, oldest first, of the last 50 runs and replays (src/store/attempt-log.ts).
+-- A JSON array, oldest first, of the last 50 runs and replays (src/store/d1/attempt-log.ts).
 ALTER TABLE deliveries ADD COLUMN attempt_log TEXT;
 
 -- How many deliveries each source has stored, and how many of them are done with no handler
 -- matched: the overview's and the metrics' totals, so that neither counts the table per request.
 -- `total`: the sweeper adds the rows received before the `counted_through` mark as it moves the mark
 -- along the age index (a few statements a sweep, not a row per delivery), and retention takes back
--- what it deletes (src/store/overview.ts, src/store/sweep.ts).
+-- what it deletes (src/store/d1/overview.ts, src/store/d1/sweep.ts).
 -- `unhandled`: kept exact by the triggers below, and by retention for what it deletes.
 CREATE TABLE inbox_counts (
   source     TEXT    NOT NULL PRIMARY KEY,

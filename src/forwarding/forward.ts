@@ -39,7 +39,7 @@ export const MISCONFIGURED_WAIT_SECONDS = 300;
 
 /**
  * The delivery of a handler's context, as forwarding sends it. Everything comes from the claim
- * (its content type read by the claim's own statement, store/lifecycle.ts): no D1 query here,
+ * (its content type read by the claim's own statement, store/d1/lifecycle.ts): no D1 query here,
  * whose failure would count as a failed attempt.
  */
 export function forwardedDelivery(ctx: HandlerContext): ForwardedDelivery {

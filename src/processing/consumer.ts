@@ -2,7 +2,7 @@
  * The queue consumer: each message names a stored delivery; process it effectively once.
  *
  * Per delivery, on its own: claim its lease (DeliveryLease), read it from the store (a takeover is
- * recorded there first, store/lifecycle.ts), run the user's handler while the lease is renewed,
+ * recorded there first, store/d1/lifecycle.ts), run the user's handler while the lease is renewed,
  * commit the handler's effects together with the `done` mark in one fenced transaction, settle
  * the lease, and ack the message. A delivery's lease covers only its own work, and is renewed from
  * its claim until its result is recorded: a slow handler keeps its delivery, and holds up neither
@@ -12,7 +12,7 @@
  * backoff until MAX_ATTEMPTS, then fails. Failed deliveries go to the dead-letter queue.
  *
  * One store serves the whole batch: with D1, the mark and commit statements of deliveries that
- * get there at about the same time share a round trip (store/batcher.ts), and if a shared commit
+ * get there at about the same time share a round trip (store/d1/batcher.ts), and if a shared commit
  * fails, each delivery commits again alone, so only the one at fault is affected; with Postgres,
  * they share a few connections, closed when the batch is done.
  *
@@ -140,7 +140,7 @@ async function processClaimed(
   { token, takeover, previousToken }: Extract<ClaimResult, { kind: "granted" }>,
   { env, config, handlers, store, deadlineMs }: BatchContext,
 ): Promise<Outcome> {
-  // A free lease's claim only reads the row; a takeover is recorded first (store/lifecycle.ts).
+  // A free lease's claim only reads the row; a takeover is recorded first (store/d1/lifecycle.ts).
   const claimed = await store.claim(ref, token, takeover ? { previousToken, maxAttempts: config.maxAttempts } : null, Date.now());
   if (claimed.kind === "gone") {
     // Done or failed already (the stored row is the judge), or a newer claim got there first.
@@ -153,7 +153,7 @@ async function processClaimed(
     return { action: "ack", reason: "exhausted" };
   }
 
-  // The attempt history records when each run started and how long it took (store/attempt-log.ts).
+  // The attempt history records when each run started and how long it took (store/d1/attempt-log.ts).
   const run = { startedAtMs: Date.now() };
   let handled;
   try {

@@ -15,7 +15,7 @@
  *   recorded there (before its handler runs), the worker it took over from commits nothing;
  *   until then the first result to land wins, and any later one is refused.
  * - Attempts are not counted here: D1 counts a run when it ends, or when a takeover finds it
- *   vanished (store/lifecycle.ts `markTakeover`, told the vanished holder's token), so a claim
+ *   vanished (store/d1/lifecycle.ts `markTakeover`, told the vanished holder's token), so a claim
  *   whose processing met an infrastructure error (D1 or this object browning out) uses up nothing.
  * - A settled delivery leaves nothing behind: `settle` removes the alarm (and the stored key, if
  *   a rare path wrote one). A late duplicate message then meets the D1 row, which is the judge of
@@ -78,7 +78,7 @@ export type ClaimResult =
   /**
    * `takeover`: the previous holder's lease ran out without a word (it crashed or stalled);
    * `previousToken` is that holder's token, 0 when it is not known (it went with an evicted
-   * instance). D1 counts the vanished run by it (store/lifecycle.ts `markTakeover`).
+   * instance). D1 counts the vanished run by it (store/d1/lifecycle.ts `markTakeover`).
    */
   | { readonly kind: "granted"; readonly token: number; readonly takeover: boolean; readonly previousToken: number }
   | { readonly kind: "busy"; readonly leasedUntilMs: number }

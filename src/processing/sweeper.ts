@@ -7,7 +7,7 @@
  * - Rows older than RETENTION_DAYS are deleted; bodies of `done` rows are cleared after
  *   BODY_RETENTION_DAYS (they hold personal data).
  * - The overview's counts are carried forward, and its snapshot put together once a minute
- *   (store/overview.ts), so that the dashboard and `/admin/metrics` never count the table.
+ *   (store/d1/overview.ts), so that the dashboard and `/admin/metrics` never count the table.
  *
  * Two things run it, and neither needs a setting:
  * - the cron trigger (production), which reports each sweep to the `Sweeper` object;
@@ -57,7 +57,7 @@ export async function sweep(env: Env, nowMs: number): Promise<SweepReport> {
     // A failed send is logged and the rows stay stranded: the next run after SWEEP_AFTER_SECONDS retries them.
     if (stranded.length > 0) await enqueueDeliveries(env, stranded);
     const retention = await store.applyRetention(nowMs - config.retentionDays * DAY_MS, nowMs - config.bodyRetentionDays * DAY_MS, RETENTION_LIMIT);
-    // The overview's counts move on after retention took back what it deleted (store/overview.ts).
+    // The overview's counts move on after retention took back what it deleted (store/d1/overview.ts).
     await store.maintainOverview(nowMs);
     const report = { requeued: stranded.length, ...retention };
     if (report.requeued + report.deleted + report.bodiesCleared > 0) console.log("sweep:", JSON.stringify(report));

@@ -2,7 +2,7 @@
  * A delivery's attempt history, for the dashboard: one entry per run that ended (done, retried,
  * failed, vanished, cut short) and per replay, oldest first, the last MAX_ATTEMPT_LOG kept. Its
  * entries, the JSON of a new one (`attemptJson`) and the reading of the stored column
- * (`attemptLogFromColumn`), shared by the D1 store (its SQL: attempt-log.ts) and the Postgres store
+ * (`attemptLogFromColumn`), shared by the D1 store (its SQL: d1/attempt-log.ts) and the Postgres store
  * (postgres/attempt-log.ts), which each append in their own SQL.
  */
 import { isoTime } from "./clock";

@@ -1,6 +1,6 @@
 /**
  * What a claim hands the consumer, and the error the lease fence raises. Shared by the D1 store
- * (lifecycle.ts) and the Postgres store (postgres/lifecycle.ts), and by the consumer through index.ts.
+ * (d1/lifecycle.ts) and the Postgres store (postgres/lifecycle.ts), and by the consumer through index.ts.
  */
 
 /** What a claim found (D1: `readClaim` or `markTakeover`; Postgres: its claim statement). */

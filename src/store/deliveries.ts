@@ -44,7 +44,7 @@ export interface DeliveryDetail extends DeliverySummary {
   readonly body: Uint8Array | null;
   /** The request headers as received, credentials left out (store/headers.ts); null when not stored or cleared with the body. */
   readonly headers: StoredHeaders | null;
-  /** Each run and replay, oldest first (store/attempt-log.ts). */
+  /** Each run and replay, oldest first (store/attempts.ts). */
   readonly attemptLog: readonly AttemptEntry[];
 }
 

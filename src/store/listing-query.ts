@@ -1,6 +1,6 @@
 /**
  * What a listing of deliveries asks and answers: its filter, its keyset cursor, its page, and the
- * window a filtered page examines at most. Shared by the D1 store (listing.ts) and the Postgres store
+ * window a filtered page examines at most. Shared by the D1 store (d1/listing.ts) and the Postgres store
  * (postgres/listing.ts), and by the admin API and the dashboard through index.ts.
  */
 import type { DeliveryStatus, DeliverySummary } from "./deliveries";

@@ -1,13 +1,13 @@
 /**
  * What the receiver hands a store to record, and what became of it. Shared by the D1 store
- * (record.ts, group-commit.ts) and the Postgres store (postgres/record.ts).
+ * (d1/record.ts, d1/group-commit.ts) and the Postgres store (postgres/record.ts).
  */
 
 export interface NewDelivery {
   readonly source: string;
   readonly id: string;
   readonly eventType: string | null;
-  /** The raw request body, stored as a BLOB byte for byte (D1: sent as hex, columns.ts; Postgres: bytea). */
+  /** The raw request body, stored as a BLOB byte for byte (D1: sent as hex, d1/columns.ts; Postgres: bytea). */
   readonly body: Uint8Array;
   readonly receivedAtMs: number;
   /** SHA-256 of the signed content, when the source deduplicates on content; else absent or null. */

@@ -1,5 +1,5 @@
 /**
- * The overview's snapshot, as both stores put it together (d1: store/overview.ts, postgres:
+ * The overview's snapshot, as both stores put it together (d1: store/d1/overview.ts, postgres:
  * store/postgres/overview.ts): each reads the same parts (the counts the sweeper's walk carried,
  * the rows past its mark, the partial indexes of the unfinished and the failed) in its own SQL, and
  * this turns them into the numbers the dashboard and `/admin/metrics` show.

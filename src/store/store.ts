@@ -8,7 +8,7 @@
  * - `record` stores a delivery once, the database deciding duplicates (by id, or by content digest
  *   for providers whose id is not signed), and throws rather than report a row it did not save;
  * - every write after a claim is fenced by the lease token: a run's result lands only while the
- *   delivery is unsettled and no newer claim is recorded, and only once (store/lifecycle.ts);
+ *   delivery is unsettled and no newer claim is recorded, and only once (store/d1/lifecycle.ts);
  * - `commitDone` commits the handler's effects and the done mark in one transaction, or nothing.
  *
  * Times (`nowMs`) are passed in, so that tests and the sweeper decide the clock.
@@ -35,7 +35,7 @@ export interface WaitUntil {
   waitUntil(promise: Promise<unknown>): void;
 }
 
-/** A takeover's claim: the previous holder's lease ran out without a word (store/lifecycle.ts). */
+/** A takeover's claim: the previous holder's lease ran out without a word (store/d1/lifecycle.ts). */
 export interface Takeover {
   /** The token the previous holder had; 0 when the lease object does not know it. */
   readonly previousToken: number;
@@ -60,7 +60,7 @@ export interface Store {
   /** Stores a delivery unless one with the same (source, id) or (source, content digest) exists. Throws when the database fails. */
   record(delivery: NewDelivery, ctx: WaitUntil): Promise<RecordOutcome>;
 
-  // The consumer: a delivery's state as processing moves it (store/lifecycle.ts).
+  // The consumer: a delivery's state as processing moves it (store/d1/lifecycle.ts).
   /** The claim of a leased delivery: a read, or for a takeover a fenced write first. */
   claim(ref: DeliveryRef, token: number, takeover: Takeover | null, nowMs: number): Promise<Claimed>;
   /** The done mark with the handler's effects, in one fenced transaction. */
@@ -78,7 +78,7 @@ export interface Store {
   /** Up to `limit` deliveries nobody works on, their `updated_at` touched so the next sweep waits. */
   takeStranded(cutoffs: StrandedCutoffs, nowMs: number, limit: number): Promise<DeliveryRef[]>;
   applyRetention(deleteBeforeMs: number, clearBodiesBeforeMs: number, limit: number): Promise<RetentionResult>;
-  /** Carries the overview's counts forward and refreshes its snapshot when it is old (store/overview.ts). */
+  /** Carries the overview's counts forward and refreshes its snapshot when it is old (store/d1/overview.ts). */
   maintainOverview(nowMs: number): Promise<void>;
 
   // The admin API and the dashboard.

@@ -1,7 +1,7 @@
 /**
  * What the sweeper asks of a store and gets back: which deliveries count as stranded, what a
  * retention run did, and the `inbox_marks` row where body pruning stopped. Shared by the D1 store
- * (sweep.ts) and the Postgres store (postgres/sweep.ts), and by the sweeper through index.ts.
+ * (d1/sweep.ts) and the Postgres store (postgres/sweep.ts), and by the sweeper through index.ts.
  */
 
 /** The times before which an unfinished delivery, untouched since, counts as stranded. */

@@ -1,6 +1,6 @@
 /**
  * `GET /admin/metrics`: the overview in Prometheus' text format, behind the bearer token, served
- * from the overview's snapshot (store/overview.ts).
+ * from the overview's snapshot (store/d1/overview.ts).
  */
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";

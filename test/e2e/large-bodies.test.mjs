@@ -57,7 +57,7 @@ describe("large bodies", { timeout: 300_000 }, () => {
     assert.equal(failed.n, 0);
     // The runtime (the workerd process that grew most) must not balloon with the bodies: with
     // BLOBs bound as the D1 binding's number arrays it grew by ≈ 990 MiB here, through hex
-    // chunks (src/store/columns.ts) by ≈ 400 MiB. The bound sits between, with room for GC timing.
+    // chunks (src/store/d1/columns.ts) by ≈ 400 MiB. The bound sits between, with room for GC timing.
     const growth = Math.max(...afterRun.map((process, index) => process.peakMiB - before[index].peakMiB));
     assert.ok(growth < 700, `the runtime's peak memory grew by ${growth} MiB for ${COUNT} MiB of bodies`);
   });

@@ -65,7 +65,7 @@ async function withPg<T>(work: (client: Client) => Promise<T>): Promise<T> {
   }
 }
 
-/** A statement as D1 takes it: `?N` placeholders, booleans as 1/0 and bigints as numbers (store/d1.ts). */
+/** A statement as D1 takes it: `?N` placeholders, booleans as 1/0 and bigints as numbers (store/d1/index.ts). */
 function d1Prepared(statement: SqlStatement): D1PreparedStatement {
   const values = statement.values.map((value) => (typeof value === "boolean" ? (value ? 1 : 0) : typeof value === "bigint" ? Number(value) : value));
   return env.DB.prepare(statement.render((position) => `?${position}`)).bind(...values);

@@ -1,5 +1,5 @@
 /**
- * The listing's window in the Postgres store (store/listing.ts LISTING_WINDOW): a filter no index
+ * The listing's window in the Postgres store (store/listing-query.ts LISTING_WINDOW): a filter no index
  * serves looks at most that many deliveries per page, and the page says how far back it searched;
  * what test/admin/deliveries.test.ts checks of the D1 store. In a file and a schema of its own: its
  * 30,100 rows would fill the window of every other listing test (the database is shared with the

@@ -1,6 +1,6 @@
 /**
  * D1's shared commits under faults: D1 commits the done marks of a queue batch's deliveries in one
- * batch (store/batcher.ts), which Postgres never shares (a transaction per delivery), so only D1
+ * batch (store/d1/batcher.ts), which Postgres never shares (a transaction per delivery), so only D1
  * can lose the answer of a commit that carried several deliveries. The faults that both stores
  * meet: faults.test.ts.
  */

@@ -338,7 +338,7 @@ describe("infrastructure failures", () => {
 
   it("count one attempt when a takeover's mark landed but the database reported an error", async () => {
     // Two deliveries, so that in D1 both the lone and the shared path of the marks are taken (its
-    // marks go in batches, store/batcher.ts); the first mark lands and reports an error. Each is a
+    // marks go in batches, store/d1/batcher.ts); the first mark lands and reports an error. Each is a
     // takeover: a first worker claimed it and vanished without a result, and its lease ran out.
     const ref = { source: "lostack", id: "mark-landed" };
     const other = { source: "lostack", id: "mark-landed-other" };

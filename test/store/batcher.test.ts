@@ -2,7 +2,7 @@
 // at fault fails alone, a batch that lands and reports an error is not taken for a failure.
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { createBatcher } from "../../src/store/batcher";
+import { createBatcher } from "../../src/store/d1/batcher";
 import { faultyD1 } from "../helpers/faults";
 
 beforeAll(async () => {

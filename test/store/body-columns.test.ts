@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { BODY_CHUNK_BYTES, bodyColumns, bodyFromParams, bodyFromRow, bodyParams } from "../../src/store/columns";
+import { BODY_CHUNK_BYTES, bodyColumns, bodyFromParams, bodyFromRow, bodyParams } from "../../src/store/d1/columns";
 import { blobBytes } from "../helpers/db";
 
 /** Writes `bytes` through the hex path, then reads it back both ways: through hex, and as D1's own BLOB. */

@@ -1,4 +1,4 @@
-// How D1 binds a handler's portable values (store/d1.ts): numbers are doubles there, so a bigint
+// How D1 binds a handler's portable values (store/d1/index.ts): numbers are doubles there, so a bigint
 // beyond 2^53 is refused for good rather than stored rounded. Postgres binds it exactly
 // (test/postgres/lifecycle.test.ts).
 import { env } from "cloudflare:workers";

@@ -2,7 +2,7 @@
 // many round trips the database sees, and what happens when a batch fails.
 import { env } from "cloudflare:workers";
 import { afterEach, expect, it } from "vitest";
-import { MAX_GROUP_BYTES, MAX_GROUP_SIZE, recordDeliveryGrouped } from "../../src/store/group-commit";
+import { MAX_GROUP_BYTES, MAX_GROUP_SIZE, recordDeliveryGrouped } from "../../src/store/d1/group-commit";
 import type { NewDelivery, RecordOutcome } from "../../src/store/new-delivery";
 import { deliveryRows } from "../helpers/db";
 

@@ -1,12 +1,12 @@
 /**
- * The D1 listing's query plans and read costs (store/listing.ts): which index each filter walks
+ * The D1 listing's query plans and read costs (store/d1/listing.ts): which index each filter walks
  * (EXPLAIN QUERY PLAN), and the bounded window of the age index for what no index serves, measured
  * in D1's rows read. D1's own workings: Postgres's plans and window are test/postgres/listing*.test.ts;
  * the listing's behaviour on both stores is test/admin/deliveries.test.ts.
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { listDeliveries, listingStatement } from "../../src/store/listing";
+import { listDeliveries, listingStatement } from "../../src/store/d1/listing";
 import { LISTING_WINDOW } from "../../src/store/listing-query";
 
 describe("the listing's query plan", () => {

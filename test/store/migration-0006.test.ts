@@ -6,7 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, expect, it } from "vitest";
-import { markDone } from "../../src/store/lifecycle";
+import { markDone } from "../../src/store/d1/lifecycle";
 
 const queriesOf = (prefix: string) => env.TEST_MIGRATIONS.find((migration) => migration.name.startsWith(prefix))!.queries;
 

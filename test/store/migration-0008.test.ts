@@ -6,10 +6,10 @@
  */
 import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
-import { deliveryStats } from "../../src/store/admin";
-import { markDone, markFailed } from "../../src/store/lifecycle";
-import { refreshOverview } from "../../src/store/overview";
-import { insertDelivery } from "../../src/store/record";
+import { deliveryStats } from "../../src/store/d1/admin";
+import { markDone, markFailed } from "../../src/store/d1/lifecycle";
+import { refreshOverview } from "../../src/store/d1/overview";
+import { insertDelivery } from "../../src/store/d1/record";
 
 it("counts the deliveries stored before it, unhandled ones included", async () => {
   const now = Date.now();

@@ -1,17 +1,17 @@
 /**
- * D1's overview (store/overview.ts) from the inside: its counting walk in small stretches, several
+ * D1's overview (store/d1/overview.ts) from the inside: its counting walk in small stretches, several
  * walks over one stretch at once, and what its statements read (EXPLAIN QUERY PLAN, rows read): none
  * of it reads the deliveries table as a whole. The overview's numbers through the store, on both
  * stores: overview.test.ts; Postgres's walk and costs: test/postgres/overview.test.ts.
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { deliveryStats } from "../../src/store/admin";
-import { resetForReplay } from "../../src/store/replay";
-import { markDone, markFailed, markTakeover } from "../../src/store/lifecycle";
-import { advanceCounts, COUNT_LAG_MS, COUNT_SQL, OVERVIEW_SQL, refreshOverview } from "../../src/store/overview";
-import { insertDelivery } from "../../src/store/record";
-import { applyRetention, RETENTION_SQL } from "../../src/store/sweep";
+import { deliveryStats } from "../../src/store/d1/admin";
+import { resetForReplay } from "../../src/store/d1/replay";
+import { markDone, markFailed, markTakeover } from "../../src/store/d1/lifecycle";
+import { advanceCounts, COUNT_LAG_MS, COUNT_SQL, OVERVIEW_SQL, refreshOverview } from "../../src/store/d1/overview";
+import { insertDelivery } from "../../src/store/d1/record";
+import { applyRetention, RETENTION_SQL } from "../../src/store/d1/sweep";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

@@ -1,13 +1,13 @@
 /**
- * D1's retention statements (store/sweep.ts) from the inside: which index each walks (EXPLAIN QUERY
+ * D1's retention statements (store/d1/sweep.ts) from the inside: which index each walks (EXPLAIN QUERY
  * PLAN) and how many rows it reads (D1's rows_read), so that a run costs what is old enough, not
  * the table. Retention's behaviour on both stores: retention.test.ts; Postgres's statements:
  * test/postgres/sweep.test.ts.
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { insertDelivery } from "../../src/store/record";
-import { applyRetention, RETENTION_SQL } from "../../src/store/sweep";
+import { insertDelivery } from "../../src/store/d1/record";
+import { applyRetention, RETENTION_SQL } from "../../src/store/d1/sweep";
 
 const DAY = 86_400_000;
 const NOW = Date.parse("2026-12-01T00:00:00.000Z");

@@ -5,8 +5,8 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { claimedDelivery, markDone, markRetrying, markTakeover, readClaim } from "../../src/store/lifecycle";
-import { insertDelivery } from "../../src/store/record";
+import { claimedDelivery, markDone, markRetrying, markTakeover, readClaim } from "../../src/store/d1/lifecycle";
+import { insertDelivery } from "../../src/store/d1/record";
 
 const NOW = Date.parse("2026-12-02T00:00:00.000Z");
 const body = new TextEncoder().encode('{"type":"payment.succeeded"}');

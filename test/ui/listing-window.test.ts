@@ -1,5 +1,5 @@
 /**
- * The list's window (store/listing.ts LISTING_WINDOW): a filter no index serves looks at most that
+ * The list's window (store/listing-query.ts LISTING_WINDOW): a filter no index serves looks at most that
  * many deliveries per page, and the page says how far back it searched. In a file of its own: its
  * 10,001 rows would fill the window of every other list test.
  */

@@ -1,7 +1,7 @@
 /**
  * `GET /admin/metrics`: the overview in the Prometheus text exposition format (version 0.0.4),
  * behind the admin token like every admin route. It is served from the overview's snapshot
- * (store/overview.ts), so a scrape every 15 s never counts the table; the snapshot's age is a
+ * (store/d1/overview.ts), so a scrape every 15 s never counts the table; the snapshot's age is a
  * metric of its own.
  */
 import { createRoute, z } from "@hono/zod-openapi";

@@ -1,12 +1,12 @@
 /**
  * What the admin API and the dashboard read of deliveries, in Postgres: the exact counts and one
- * delivery whole, with the same shapes as the D1 store (store/admin.ts). The listing is in
+ * delivery whole, with the same shapes as the D1 store (store/deliveries.ts). The listing is in
  * listing.ts, the replay reset in replay.ts.
  *
  * Reads never touch the lease columns. Where pg's types differ from D1's: `handled` is a boolean
  * (D1: 0/1), a COUNT(*) is a bigint, which pg hands over as a string (cast to int here: a count
  * per source and status stays far below 2^31), and `body` is a bytea, which pg hands over whole
- * (D1 needs hex chunks, store/columns.ts).
+ * (D1 needs hex chunks, store/d1/columns.ts).
  */
 import type { DeliveryRef } from "../../delivery-ref";
 import { SUMMARY_COLUMNS, toSummary, zeroCounts, type DeliveryDetail, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "../deliveries";
@@ -47,7 +47,7 @@ export async function deliveryStats(q: Queryable, nowMs: number): Promise<Delive
 /**
  * One delivery with its body, headers and attempt history, or null when there is none with that
  * source and id. The jsonb columns are read as text (`::text`) and parsed by the D1 store's readers
- * (store/headers.ts, store/attempt-log.ts), so that both stores accept and drop the same entries.
+ * (store/headers.ts, store/attempts.ts), so that both stores accept and drop the same entries.
  * @example
  * const detail = await getDelivery(client, { source: "stripe", id: "evt_1" });
  */

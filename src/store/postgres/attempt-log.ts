@@ -1,11 +1,11 @@
 /**
- * The attempt history's SQL (store/attempt-log.ts) in Postgres: `attempt_log` is a jsonb array of
+ * The attempt history's SQL (store/d1/attempt-log.ts) in Postgres: `attempt_log` is a jsonb array of
  * the same entries, appended by the same UPDATE that records a run's result, the last
  * MAX_ATTEMPT_LOG kept. The entry's JSON is bound as built by `attemptJson`; its `attempt` is set in
  * SQL from the row as it was before the update (Postgres, like SQLite, evaluates every SET
  * expression against the old row), so it always agrees with `attempts`.
  *
- * pg returns the column parsed; `attemptLogFromColumn` (store/attempt-log.ts) reads
+ * pg returns the column parsed; `attemptLogFromColumn` (store/attempts.ts) reads
  * `JSON.stringify` of it.
  */
 import { MAX_ATTEMPT_LOG } from "../attempts";

@@ -13,7 +13,7 @@
  *   unless they share a transaction. So nothing here relies on session state: no `SET` (outside a
  *   transaction), no named prepared statements, no advisory locks; what must see one snapshot or
  *   commit together runs in one transaction (`ownTransaction`, queryable.ts).
- * - Errors are sorted as D1's are (store/d1.ts `isStatementError`): a statement the database refused
+ * - Errors are sorted as D1's are (store/d1/index.ts `isStatementError`): a statement the database refused
  *   on its own account (a constraint, a trigger, bad SQL, a wrong type) is the statement's fault;
  *   anything else (a lost connection, a serialization failure, a database shutting down, no
  *   SQLSTATE at all) is infrastructure, retried without using up an attempt.

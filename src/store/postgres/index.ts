@@ -1,10 +1,10 @@
 /**
  * The Postgres store: the `Store` interface (store/store.ts) over Postgres through Hyperdrive, with
- * the same promises as the D1 store (store/d1.ts).
+ * the same promises as the D1 store (store/d1/index.ts).
  *
  * Where its operations get their clients is given (client.ts): a client of their own each for a
  * request, a few shared ones for a queue batch or a sweep, held until `close()`. What D1 batches
- * across the deliveries of a queue batch (its claims and commits, store/batcher.ts) runs here as
+ * across the deliveries of a queue batch (its claims and commits, store/d1/batcher.ts) runs here as
  * separate statements on those clients at once: Postgres runs them in parallel, and a commit is a
  * transaction of its own, so one delivery's refused effect never touches another's. The receiver's
  * inserts are group-committed (record.ts), on a client of the group's own.
@@ -32,7 +32,7 @@ export function postgresStore(hyperdrive: Hyperdrive, connections: Connections =
     close: connections.close,
     record: (delivery, ctx) => recordDelivery(hyperdrive, ctx, delivery),
 
-    // Tried twice, as D1's batcher tries a claim (store/batcher.ts): a takeover's mark whose answer
+    // Tried twice, as D1's batcher tries a claim (store/d1/batcher.ts): a takeover's mark whose answer
     // was lost has landed, and only its second run tells the consumer what it did (a delivery set
     // aside as failed is then dead-lettered, not found settled by the queue's retry).
     claim: (ref, token, takeover, nowMs) => twice(() => run((db) => claim(db, ref, token, takeover, nowMs))),

@@ -1,6 +1,6 @@
 /**
  * A delivery's state as processing moves it, in Postgres: the same statements and rules as D1's
- * (store/lifecycle.ts, which says why each is as it is), with `$N` parameters and jsonb.
+ * (store/d1/lifecycle.ts, which says why each is as it is), with `$N` parameters and jsonb.
  *
  * - A free lease's claim only reads the row (`readClaim`); a takeover is recorded before its handler
  *   runs (`markTakeover`), which fences the vanished worker.
@@ -25,12 +25,12 @@ import { ownTransaction } from "./queryable";
 
 /**
  * The stored `content-type` header (headers.ts: [[name, value], …], names lower-cased), read by the
- * claim's own statement (store/lifecycle.ts says why). Null when none was stored.
+ * claim's own statement (store/d1/lifecycle.ts says why). Null when none was stored.
  */
 const CONTENT_TYPE = `(SELECT header ->> 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(headers) = 'array' THEN headers END) AS header
                         WHERE header ->> 0 = 'content-type' LIMIT 1) AS content_type`;
 
-/** How the error of a delivery whose workers kept dying begins (store/lifecycle.ts `markTakeover`). */
+/** How the error of a delivery whose workers kept dying begins (store/d1/lifecycle.ts `markTakeover`). */
 const GAVE_UP = "gave up: the worker kept crashing (";
 
 /**
@@ -101,7 +101,7 @@ function markTakeover(db: Queryable, ref: DeliveryRef, token: number, previousTo
   );
 }
 
-/** What a claim's row says (store/lifecycle.ts `claimedDelivery`). */
+/** What a claim's row says (store/d1/lifecycle.ts `claimedDelivery`). */
 function claimedDelivery(row: ClaimRow | undefined): Claimed {
   if (!row) return { kind: "gone" };
   if (row.status === "failed") return { kind: "gave_up", attempts: row.attempts, error: row.error ?? "" };

@@ -1,6 +1,6 @@
 /**
  * The listing of deliveries in Postgres, newest first, in keyset pages, and the lookup of one id
- * across sources: the D1 listing's pages, filters and window (store/listing.ts), with the same
+ * across sources: the D1 listing's pages, filters and window (store/d1/listing.ts), with the same
  * results. Also the filter terms a bulk replay shares with it (replay.ts).
  *
  * Where Postgres differs: the planner weighs costs with statistics, so no term is written to steer

@@ -1,6 +1,6 @@
 /**
  * The overview's numbers in Postgres (the dashboard's first page and `/admin/metrics`), put
- * together as the D1 store does (store/overview.ts says where each number comes from): the counts
+ * together as the D1 store does (store/d1/overview.ts says where each number comes from): the counts
  * the sweeper's walk carried into `inbox_counts` and `inbox_hours`, the rows past its mark counted
  * in the age index, the partial indexes for the unfinished and the failed, the trigger-kept
  * unhandled count; kept as one snapshot in `inbox_marks` and served from there for up to

@@ -1,7 +1,7 @@
 /**
  * The ingest write in Postgres, group-committed: deliveries that reach one isolate while an earlier
  * insert is in flight are written together, as ONE multi-row `INSERT … ON CONFLICT DO NOTHING
- * RETURNING source, id`, once it lands. The same scheme as D1's (store/group-commit.ts, which says
+ * RETURNING source, id`, once it lands. The same scheme as D1's (store/d1/group-commit.ts, which says
  * why); only the write differs: where D1 sends a batch of one insert per delivery and reads each
  * one's `meta.changes`, Postgres inserts every row in one statement and returns the keys of the
  * rows it stored, so each member is stored iff its (source, id) came back.
@@ -12,7 +12,7 @@
  * conflicts with an earlier one is skipped). Two members with the same key in one group: the first
  * is told "stored", the others "duplicate".
  *
- * The lane is generic (`recordGrouped` takes a `GroupWriter`): D1's group-commit.ts is the same
+ * The lane is generic (`recordGrouped` takes a `GroupWriter`): D1's store/d1/group-commit.ts is the same
  * lane, written for D1's batch; with a D1 `GroupWriter` (one insert's `meta.changes`, a batch's) it
  * could be this one.
  */
@@ -58,7 +58,7 @@ export function postgresWriter(hyperdrive: Hyperdrive): GroupWriter<NewDelivery>
 
 /**
  * Inserts `deliveries` in one statement and says which were new. A row's `received_at` is never
- * behind the overview's `counted_through` mark (store/record.ts says why): `GREATEST` ignores the
+ * behind the overview's `counted_through` mark (store/d1/record.ts says why): `GREATEST` ignores the
  * mark while there is none (before the first count), as D1's `max` does its ''.
  *
  * Where Postgres differs: D1 runs one statement at a time, so the mark an insert reads is the mark
@@ -106,7 +106,7 @@ function key(source: string, id: string): string {
   return JSON.stringify([source, id]);
 }
 
-// The lane: the same logic as store/group-commit.ts, over any `GroupWriter`.
+// The lane: the same logic as store/d1/group-commit.ts, over any `GroupWriter`.
 
 interface Group<T> {
   readonly items: T[];
@@ -152,7 +152,7 @@ export async function recordGrouped(binding: object, ctx: WaitUntil, delivery: N
   } catch {
     // The group failed as a whole: this delivery's own insert decides, and may throw. When it finds
     // the row there, the group may have landed before its connection failed, and then the row is
-    // this request's and must be enqueued: so it counts as stored (store/group-commit.ts).
+    // this request's and must be enqueued: so it counts as stored (store/d1/group-commit.ts).
     await writer.one(delivery);
     return "stored";
   }

@@ -2,7 +2,7 @@
  * The replay reset in Postgres, the first step of a replay: the row says "received, attempts 0"
  * before the lease object is reset and the delivery is enqueued again (src/http/admin/replayer.ts
  * explains the order). The only write of the admin API and the dashboard. Same statements and
- * promises as the D1 store's (store/replay.ts); what Postgres adds is concurrency, said where it matters.
+ * promises as the D1 store's (store/d1/replay.ts); what Postgres adds is concurrency, said where it matters.
  */
 import type { DeliveryRef } from "../../delivery-ref";
 import { attemptJson } from "../attempts";
@@ -19,7 +19,7 @@ import type { Queryable } from "./queryable";
  * tokens start from the lease object's clock (processing/lease.ts), so every token handed out before
  * the replay is below it and every claim after it above: a worker of the delivery's previous life,
  * even one whose claim the database never saw, can no longer commit, and a takeover does not count
- * its run as one of the new life's (store/lifecycle.ts). Should the lease object's clock lag this
+ * its run as one of the new life's (store/d1/lifecycle.ts). Should the lease object's clock lag this
  * one, its next claim finds nothing to do, and the sweeper's requeue of the waiting row claims it later.
  */
 function replayFence(param: number): string {

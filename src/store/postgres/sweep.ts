@@ -1,7 +1,7 @@
 /**
  * The sweeper's queries in Postgres: find deliveries that nobody is working on, and apply
  * retention. Each is bounded per run, so a large backlog is worked off over several runs. Same
- * statements and promises as the D1 store's (store/sweep.ts, whose comments give the reasons);
+ * statements and promises as the D1 store's (store/d1/sweep.ts, whose comments give the reasons);
  * what Postgres adds is that two sweeps, a replay and the consumer may write at the same moment.
  *
  * So each statement picks its rows `FOR UPDATE SKIP LOCKED`: the lock rechecks a row picked from
@@ -50,7 +50,7 @@ export const RETENTION_SQL = {
   /**
    * Settled rows only, received before `$1`, the `$2` oldest: a `received` or `processing` row, a
    * replayed one included, still has work to do. The same statement takes what it deleted out of the
-   * overview's counts (store/overview.ts), by source: from `total` the rows received before the
+   * overview's counts (store/d1/overview.ts), by source: from `total` the rows received before the
    * count's mark `$3` (which the caller holds locked: a walk cannot count past it meanwhile), from
    * `unhandled` the unhandled ones. D1 runs the uncount first and picks the same rows by the
    * deletion's total order; here it reads the rows the DELETE returns, so they are the same rows.

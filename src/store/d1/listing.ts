@@ -1,10 +1,10 @@
 /**
  * The listing of deliveries, newest first, in keyset pages, and the lookup of one id across
  * sources: what the admin API's and the dashboard's lists run. Also the filter terms a bulk
- * replay shares with it (replay.ts). What it asks and answers is in listing-query.ts.
+ * replay shares with it (replay.ts). What it asks and answers is in store/listing-query.ts.
  */
-import { SUMMARY_COLUMNS, toSummary, type DeliveryRow, type DeliveryStatus, type DeliverySummary } from "./deliveries";
-import { LISTING_WINDOW, type DeliveryFilter, type ListingPage, type ListingQuery } from "./listing-query";
+import { SUMMARY_COLUMNS, toSummary, type DeliveryRow, type DeliveryStatus, type DeliverySummary } from "../deliveries";
+import { LISTING_WINDOW, type DeliveryFilter, type ListingPage, type ListingQuery } from "../listing-query";
 
 /**
  * The status filter of the listing, with the literal term of the partial index that serves it

@@ -9,7 +9,7 @@
  * failed as a whole) every job runs its own statements again alone: only the job at fault sees
  * an error, and a job whose statements fail alone tries once more. Callers must therefore submit
  * statements that are safe to run again after they landed; the consumer's are (the lease token
- * fences them, store/lifecycle.ts).
+ * fences them, store/d1/lifecycle.ts).
  *
  * Unlike group-commit.ts this never crosses requests: one batcher lives for one queue batch.
  */

@@ -1,12 +1,12 @@
 /**
- * The D1 store: the `Store` interface (store.ts) over the D1 queries of this folder.
+ * The D1 store: the `Store` interface (store/store.ts) over the D1 queries of this folder.
  *
  * One is opened per request, queue batch or sweep. The consumer's claims and commits go through
  * this store's two batchers (batcher.ts), so the deliveries of one queue batch share D1 round trips;
  * the receiver's inserts share them across requests (group-commit.ts).
  */
-import type { DeliveryRef } from "../delivery-ref";
-import { SqlStatement } from "../sql";
+import type { DeliveryRef } from "../../delivery-ref";
+import { SqlStatement } from "../../sql";
 import { deliveryStats, getDelivery } from "./admin";
 import { createBatcher, type StatementBatcher } from "./batcher";
 import { recordDeliveryGrouped } from "./group-commit";
@@ -14,7 +14,7 @@ import { claimedDelivery, committedWith, isLeaseLost, markDeferred, markDone, ma
 import { findDeliveryById, listDeliveries } from "./listing";
 import { maintainOverview, readOverview } from "./overview";
 import { countFailed, replayState, resetFailedForReplay, resetForReplay } from "./replay";
-import type { Effect, Store } from "./store";
+import type { Effect, Store } from "../store";
 import { applyRetention, takeStranded } from "./sweep";
 
 /**

@@ -1,14 +1,14 @@
 /**
  * What the admin API and the dashboard read of deliveries in D1: the exact counts, one delivery
- * whole (their shapes are in deliveries.ts). The listing is in listing.ts, the replay reset in replay.ts.
+ * whole (their shapes are in store/deliveries.ts). The listing is in listing.ts, the replay reset in replay.ts.
  *
  * Reads never touch the lease columns.
  */
-import type { DeliveryRef } from "../delivery-ref";
-import { attemptLogFromColumn } from "./attempts";
+import type { DeliveryRef } from "../../delivery-ref";
+import { attemptLogFromColumn } from "../attempts";
 import { bodyColumns, bodyFromRow } from "./columns";
-import { SUMMARY_COLUMNS, toSummary, zeroCounts, type DeliveryDetail, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "./deliveries";
-import { headersFromColumn } from "./headers";
+import { SUMMARY_COLUMNS, toSummary, zeroCounts, type DeliveryDetail, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "../deliveries";
+import { headersFromColumn } from "../headers";
 
 /**
  * Counts by status and source, and the age of the oldest waiting delivery, in one round trip.

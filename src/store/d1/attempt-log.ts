@@ -1,12 +1,12 @@
 /**
- * A delivery's attempt history in D1 (its entries and their JSON: attempts.ts).
+ * A delivery's attempt history in D1 (its entries and their JSON: store/attempts.ts).
  *
  * It is a JSON array in the delivery's own row (`attempt_log`, migrations/0008), appended by the
  * same UPDATE that records the run's result: no statement and no row written more per delivery.
  * The run's number comes from the row (`attempts` as it was before the update: SQLite evaluates
  * every SET expression against the old row), so it always agrees with `attempts`.
  */
-import { MAX_ATTEMPT_LOG } from "./attempts";
+import { MAX_ATTEMPT_LOG } from "../attempts";
 
 /**
  * The SQL value of `attempt_log` with `entrySql` (an SQL JSON expression, see `entryAt`)

@@ -7,15 +7,15 @@
  * providers whose id is not signed (migrations/0004). The receiver sends it through
  * group-commit.ts, which writes concurrent deliveries as one batch.
  */
-import { isoTime } from "./clock";
+import { isoTime } from "../clock";
 import { bodyFromParams, bodyParams } from "./columns";
-import type { NewDelivery } from "./new-delivery";
+import type { NewDelivery } from "../new-delivery";
 import { COUNTED_MARK_SQL } from "./overview";
 
 /**
  * The prepared insert for one delivery; `meta.changes` is 1 for a new row, 0 for a duplicate
  * (same id, or same content digest). Its `received_at` is never behind the overview's count
- * (`COUNTED_MARK_SQL`, store/overview.ts): a row that lands more than the count's lag after its
+ * (`COUNTED_MARK_SQL`, store/d1/overview.ts): a row that lands more than the count's lag after its
  * receiver's clock (a browned-out database holding a grouped insert back) is dated at the mark,
  * so that the walk still counts it (one row read, no write).
  */

@@ -7,7 +7,7 @@
  * - how many deliveries each source has: `inbox_counts`, to which the sweeper adds the rows
  *   received before the `counted_through` mark as it moves the mark along the age index
  *   (`advanceCounts`: a bounded stretch per sweep, each row counted once), and from which retention
- *   takes what it deletes (store/sweep.ts); plus the rows past the mark, counted in the index;
+ *   takes what it deletes (store/d1/sweep.ts); plus the rows past the mark, counted in the index;
  * - received per hour: `inbox_hours`, added by the same walk, plus the rows past the mark;
  * - received and processing: the partial index of unfinished rows (the backlog, small);
  * - failed: the partial index of failed rows;
@@ -18,7 +18,7 @@
  * there for up to OVERVIEW_MAX_AGE_MS; the oldest waiting delivery is read live (the first entry of
  * the partial index).
  */
-import { isoTime } from "./clock";
+import { isoTime } from "../clock";
 import { markSql } from "./marks";
 import {
   assembleSnapshot,
@@ -34,10 +34,10 @@ import {
   withOldestWaiting,
   type Overview,
   type Snapshot,
-} from "./snapshot";
+} from "../snapshot";
 
-// The model is shared by both stores (snapshot.ts); named here too for the D1 store's callers and tests.
-export { COUNT_LAG_MS, COUNT_WALK_LIMIT, COUNTED_THROUGH, OVERVIEW_MARK, OVERVIEW_MAX_AGE_MS, type HourCount, type Overview } from "./snapshot";
+// The model is shared by both stores (store/snapshot.ts); named here too for the D1 store's callers and tests.
+export { COUNT_LAG_MS, COUNT_WALK_LIMIT, COUNTED_THROUGH, OVERVIEW_MARK, OVERVIEW_MAX_AGE_MS, type HourCount, type Overview } from "../snapshot";
 
 /** The `counted_through` mark as an SQL expression ('' before the first walk). */
 export const COUNTED_MARK_SQL = markSql(COUNTED_THROUGH);

@@ -3,20 +3,20 @@
  * object is reset and the delivery is enqueued again (src/http/admin/replayer.ts explains the
  * order). The only write of the admin API and the dashboard.
  */
-import type { DeliveryRef } from "../delivery-ref";
+import type { DeliveryRef } from "../../delivery-ref";
 import { appendAttempt, entryAt } from "./attempt-log";
-import { attemptJson } from "./attempts";
-import { isoTime } from "./clock";
-import type { DeliveryStatus } from "./deliveries";
+import { attemptJson } from "../attempts";
+import { isoTime } from "../clock";
+import type { DeliveryStatus } from "../deliveries";
 import { filterConditions } from "./listing";
-import type { FailedFilter, ReplayState } from "./replay-state";
+import type { FailedFilter, ReplayState } from "../replay-state";
 
 /**
  * A replay's fence (`?param`: its time, ms): `lease_token` becomes at least the replay's time. Lease tokens start from the
  * lease object's clock (processing/lease.ts), so every token handed out before the replay is
  * below it and every claim after it above: a worker of the delivery's previous life, even one
  * whose claim D1 never saw, can no longer commit, and a takeover does not count its run as one of
- * the new life's (store/lifecycle.ts). Should the lease object's clock lag this one, its next claim
+ * the new life's (store/d1/lifecycle.ts). Should the lease object's clock lag this one, its next claim
  * finds nothing to do, and the sweeper's requeue of the waiting row claims it later.
  */
 function replayFence(param: number): string {

@@ -16,7 +16,7 @@
  * writes its own row alone from its own request, so one bad row fails only its own delivery,
  * and a failure surfaces as a failure (503), never as stored.
  */
-import type { NewDelivery, RecordOutcome } from "./new-delivery";
+import type { NewDelivery, RecordOutcome } from "../new-delivery";
 import { insertDelivery } from "./record";
 
 /** The longest a group waits for the write before it: a slow write must not hold up the next. */

@@ -2,11 +2,11 @@
  * The sweeper's queries: find deliveries that nobody is working on, and apply retention.
  * Each is bounded per run, so a large backlog is worked off over several runs.
  */
-import type { DeliveryRef } from "../delivery-ref";
-import { isoTime } from "./clock";
+import type { DeliveryRef } from "../../delivery-ref";
+import { isoTime } from "../clock";
 import { markSql } from "./marks";
 import { COUNTED_MARK_SQL } from "./overview";
-import { BODIES_PRUNED_THROUGH, type RetentionResult, type StrandedCutoffs } from "./sweeping";
+import { BODIES_PRUNED_THROUGH, type RetentionResult, type StrandedCutoffs } from "../sweeping";
 
 /**
  * Returns up to `limit` stranded deliveries and touches their `updated_at`, so the next run
@@ -71,7 +71,7 @@ export const RETENTION_SQL = {
   deleteSettled: `DELETE FROM deliveries WHERE (source, id) IN (SELECT source, id FROM (${DELETION}))`,
   /**
    * Goes first, in the same transaction: takes the rows `deleteSettled` is about to delete out of
-   * the overview's counts (store/overview.ts), in one pass grouped by source: from `total` those
+   * the overview's counts (store/d1/overview.ts), in one pass grouped by source: from `total` those
    * the count has passed, from `unhandled` the unhandled ones. The deletion's order is total, so
    * both statements pick the same rows.
    */

@@ -13,7 +13,7 @@
  * resident memory of the runtime above its idle 140 MiB: ingesting ≈ 800 → ≈ 310 MiB, consuming
  * ≈ 860 → ≈ 320 MiB, both together ≈ 990 → ≈ 400 MiB.
  */
-import { toHex } from "../hex";
+import { toHex } from "../../hex";
 
 /** Bytes per chunk: its hex (1 MiB) stays far below D1's 2,000,000-byte string cap. */
 export const BODY_CHUNK_BYTES = 512 * 1024;

@@ -18,15 +18,15 @@
  * short by the consumer's own time limit counts nothing, and neither does a claim that met an
  * infrastructure error before any result.
  */
-import type { DeliveryRef } from "../delivery-ref";
+import type { DeliveryRef } from "../../delivery-ref";
 import { appendAttempt, deferredAttempt, entryAt } from "./attempt-log";
-import { attemptJson, type RunTiming } from "./attempts";
-import { LEASE_LOST, type Claimed } from "./claims";
-import { isoTime } from "./clock";
+import { attemptJson, type RunTiming } from "../attempts";
+import { LEASE_LOST, type Claimed } from "../claims";
+import { isoTime } from "../clock";
 import { bodyColumns, bodyFromRow } from "./columns";
 
 /**
- * The stored `content-type` header (headers.ts: a JSON array of [name, value] pairs, names
+ * The stored `content-type` header (store/headers.ts: a JSON array of [name, value] pairs, names
  * lower-cased), read by the claim's own statement: forwarding needs it, and a query of its own
  * after the claim could fail on its own, which would count against the handler.
  * Null for a row of before migrations/0008, headers cleared by retention, or none sent.
