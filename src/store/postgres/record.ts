@@ -1,7 +1,7 @@
 /**
  * The ingest write in Postgres, group-committed: deliveries that reach one isolate while an earlier
  * insert is in flight are written together, as ONE multi-row `INSERT … ON CONFLICT DO NOTHING
- * RETURNING source, id`, once it lands. The same scheme as D1's (store/d1/group-commit.ts, which says
+ * RETURNING source, id`, once it lands. The same lane as D1's (store/group-commit.ts; store/d1/group-commit.ts says
  * why); only the write differs: where D1 sends a batch of one insert per delivery and reads each
  * one's `meta.changes`, Postgres inserts every row in one statement and returns the keys of the
  * rows it stored, so each member is stored iff its (source, id) came back.
@@ -12,30 +12,18 @@
  * conflicts with an earlier one is skipped). Two members with the same key in one group: the first
  * is told "stored", the others "duplicate".
  *
- * The lane is generic (`recordGrouped` takes a `GroupWriter`): D1's store/d1/group-commit.ts is the same
- * lane, written for D1's batch; with a D1 `GroupWriter` (one insert's `meta.changes`, a batch's) it
- * could be this one.
+ * The lane (when to write alone, when to group, what a failed group does) is store/group-commit.ts,
+ * shared with D1; this file is its Postgres writer (`postgresWriter`).
  */
 import { isoTime } from "../clock";
+import { recordGrouped, type GroupWriter } from "../group-commit";
 import type { NewDelivery, RecordOutcome } from "../new-delivery";
 import { COUNTED_THROUGH } from "../snapshot";
 import type { WaitUntil } from "../store";
 import { pgText, withClient, type Queryable } from "./client";
 
-/** The longest a group waits for the write before it: a slow write must not hold up the next. */
-export const MAX_WAIT_MS = 50;
-/** A group is one statement and one transaction: keep it to a size that commits quickly. */
-export const MAX_GROUP_SIZE = 100;
-/** Bodies (and headers) per group, in bytes; a larger delivery is written alone. */
-export const MAX_GROUP_BYTES = 1024 * 1024;
-
-/** The writes of a lane: what differs between the stores. */
-export interface GroupWriter<T> {
-  /** Writes one item alone; true when it was new. Throws when the database fails. */
-  one(item: T): Promise<boolean>;
-  /** Writes items in one round trip: whether each was new, in order. Throws when the database fails. */
-  group(items: readonly T[]): Promise<boolean[]>;
-}
+// The lane is shared with D1 (store/group-commit.ts); named here too for this store's tests.
+export { MAX_GROUP_BYTES, MAX_GROUP_SIZE, MAX_WAIT_MS, recordGrouped, type GroupWriter } from "../group-commit";
 
 /**
  * Stores a delivery unless one with the same (source, id), or the same (source, content digest),
@@ -104,102 +92,4 @@ export async function insertDeliveries(db: Queryable, deliveries: readonly NewDe
 /** An unambiguous key of (source, id): neither part can fake the boundary. */
 function key(source: string, id: string): string {
   return JSON.stringify([source, id]);
-}
-
-// The lane: the same logic as store/d1/group-commit.ts, over any `GroupWriter`.
-
-interface Group<T> {
-  readonly items: T[];
-  bytes: number;
-  /** Whether each item was new, in order; set when the group is opened. */
-  written: Promise<boolean[]>;
-}
-
-/** One binding's writes from this isolate. */
-interface Lane<T> {
-  /** The latest write sent or about to be sent, until it settles. */
-  inFlight: Promise<unknown> | null;
-  /** The group waiting behind it, still open to newcomers. */
-  forming: Group<T> | null;
-}
-
-const lanes = new WeakMap<object, Lane<NewDelivery>>();
-
-/**
- * `recordDelivery` over any writer; `binding` keys the lane (the deliveries of one binding group
- * together). With no write in flight a delivery is written at once, alone; else it joins the group
- * forming behind that write, which the group's first member sends under its own request. A group
- * that fails as a whole is written again member by member, each from its own request.
- */
-export async function recordGrouped(binding: object, ctx: WaitUntil, delivery: NewDelivery, writer: GroupWriter<NewDelivery>): Promise<RecordOutcome> {
-  let lane = lanes.get(binding);
-  if (!lane) lanes.set(binding, (lane = { inFlight: null, forming: null }));
-
-  const size = delivery.body.byteLength + (delivery.headers?.length ?? 0);
-  if (lane.inFlight === null || size > MAX_GROUP_BYTES) {
-    const write = writer.one(delivery);
-    if (lane.inFlight === null) track(lane, ctx, write);
-    return outcome(await write);
-  }
-
-  const open = lane.forming;
-  const group = open && open.items.length < MAX_GROUP_SIZE && open.bytes + size <= MAX_GROUP_BYTES ? open : lead(lane, ctx, writer);
-  const index = group.items.push(delivery) - 1;
-  group.bytes += size;
-  let stored: boolean[];
-  try {
-    stored = await inThisRequest(group.written);
-  } catch {
-    // The group failed as a whole: this delivery's own insert decides, and may throw. When it finds
-    // the row there, the group may have landed before its connection failed, and then the row is
-    // this request's and must be enqueued: so it counts as stored (store/d1/group-commit.ts).
-    await writer.one(delivery);
-    return "stored";
-  }
-  return outcome(stored[index]!);
-}
-
-/**
- * The group's result as a promise of the calling request: the group's own promise belongs to the
- * leader's request, and a member that awaited it directly would run the rest of its request in the
- * leader's (workerd: "Cannot perform I/O on behalf of a different request").
- */
-function inThisRequest<T>(promise: Promise<T>): Promise<T> {
-  return new Promise<T>((resolve, reject) => void promise.then(resolve, reject));
-}
-
-/** Opens a group behind the write in flight; the calling request sends it. */
-function lead<T>(lane: Lane<T>, ctx: WaitUntil, writer: GroupWriter<T>): Group<T> {
-  const previous = lane.inFlight;
-  const group: Group<T> = { items: [], bytes: 0, written: Promise.resolve([]) };
-  lane.forming = group;
-  group.written = (async () => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const waited = new Promise((resolve) => (timer = setTimeout(resolve, MAX_WAIT_MS)));
-    await Promise.race([previous?.catch(() => {}), waited]);
-    clearTimeout(timer);
-    if (lane.forming === group) lane.forming = null; // closed: newcomers form the next group
-    return writer.group(group.items);
-  })();
-  track(lane, ctx, group.written);
-  return group;
-}
-
-/** Makes `write` the lane's write in flight until it settles, and keeps it going under waitUntil. */
-function track<T>(lane: Lane<T>, ctx: WaitUntil, write: Promise<unknown>): void {
-  lane.inFlight = write;
-  ctx.waitUntil(
-    write.then(
-      () => release(lane, write),
-      () => release(lane, write),
-    ),
-  );
-}
-
-function release<T>(lane: Lane<T>, write: Promise<unknown>): void {
-  if (lane.inFlight === write) lane.inFlight = null;
-}
-
-function outcome(stored: boolean): RecordOutcome {
-  return stored ? "stored" : "duplicate";
 }
