@@ -5,6 +5,7 @@
  */
 import { SUMMARY_COLUMNS, toSummary, type DeliveryRow, type DeliveryStatus, type DeliverySummary } from "../deliveries";
 import { LISTING_WINDOW, type DeliveryFilter, type ListingPage, type ListingQuery } from "../listing-query";
+import { numbered, type Term } from "../where-terms";
 
 /**
  * The status filter of the listing, with the literal term of the partial index that serves it
@@ -63,22 +64,6 @@ export function listingStatement(query: ListingQuery): ListingStatements {
   };
 }
 
-/** A WHERE term and its values, numbered when the statement is put together. */
-interface Term {
-  readonly sql: (firstParam: number) => string;
-  readonly values: readonly unknown[];
-}
-
-/** Terms numbered from ?1, in order, and their parameters. */
-function numbered(terms: readonly Term[]): { terms: string[]; params: unknown[] } {
-  const params: unknown[] = [];
-  const sql = terms.map((term) => {
-    const text = term.sql(params.length + 1);
-    params.push(...term.values);
-    return text;
-  });
-  return { terms: sql, params };
-}
 
 /**
  * A filter's terms: `served` by the index the query walks, and `residual`, checked row by row.

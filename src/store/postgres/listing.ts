@@ -10,6 +10,7 @@
  */
 import { SUMMARY_COLUMNS, toSummary, type DeliveryRow, type DeliveryStatus, type DeliverySummary } from "../deliveries";
 import { LISTING_WINDOW, type DeliveryFilter, type ListingPage, type ListingQuery } from "../listing-query";
+import { numbered, type Term } from "../where-terms";
 import type { Queryable } from "./queryable";
 
 /**
@@ -26,22 +27,6 @@ const STATUS_FILTER: Record<DeliveryStatus, string> = {
 
 const ORDER = "ORDER BY received_at DESC, source DESC, id DESC";
 
-/** A WHERE term and its values, numbered (`$n`) when the statement is put together. */
-interface Term {
-  readonly sql: (firstParam: number) => string;
-  readonly values: readonly unknown[];
-}
-
-/** Terms numbered from `$first`, in order, and their parameters. */
-function numbered(terms: readonly Term[], first = 1): { terms: string[]; params: unknown[] } {
-  const params: unknown[] = [];
-  const sql = terms.map((term) => {
-    const text = term.sql(first + params.length);
-    params.push(...term.values);
-    return text;
-  });
-  return { terms: sql, params };
-}
 
 /** A filter's terms: `served` by the index the query walks, and `residual`, checked row by row. */
 function filterTerms(filter: DeliveryFilter): { served: Term[]; residual: Term[] } {
