@@ -49,6 +49,9 @@ describe("shared clients", () => {
     expect(await connectionsNamed(nameOf(counted.hyperdrive))).toBe(1);
     await clients.close();
     expect(await untilNoneNamed(nameOf(counted.hyperdrive))).toBe(0);
+    // An operation after close() still runs, on a client of its own that it ends: no pool is left open.
+    expect(await clients.run(backendPid)).not.toBe(pids[0]);
+    expect(await untilNoneNamed(nameOf(counted.hyperdrive))).toBe(0);
   });
 
   it("hold at most `max` connections however many operations run at once", async () => {

@@ -79,6 +79,7 @@ export function clientPerOperation(hyperdrive: Hyperdrive): Connections {
  */
 export function sharedClients(hyperdrive: Hyperdrive, max: number): Connections {
   let pool: Pool | null = null;
+  let closed = false;
   const open = () => {
     const created = new Pool({
       connectionString: hyperdrive.connectionString,
@@ -93,6 +94,9 @@ export function sharedClients(hyperdrive: Hyperdrive, max: number): Connections 
   };
   return {
     async run(fn) {
+      // An operation still running when its batch was closed (a worker the batch stopped waiting
+      // for) gets a client of its own, ended after it, rather than a pool nobody would close.
+      if (closed) return withClient(hyperdrive, fn);
       pool ??= open();
       const client = await pool.connect();
       client.on("error", ignore);
@@ -108,6 +112,7 @@ export function sharedClients(hyperdrive: Hyperdrive, max: number): Connections 
       }
     },
     async close() {
+      closed = true;
       const ending = pool;
       pool = null;
       // A failed end (connections already gone) changes nothing for the caller.
