@@ -10,6 +10,16 @@ export interface Term {
   readonly values: readonly unknown[];
 }
 
+/** A term with no value: its text as it is. */
+export function fixedTerm(text: string): Term {
+  return { sql: () => text, values: [] };
+}
+
+/** A term with one value, whose placeholder `text` writes from the number it is given. */
+export function boundTerm(text: (n: number) => string, value: unknown): Term {
+  return { sql: text, values: [value] };
+}
+
 /**
  * Terms numbered from `first`, in order, and their parameters.
  * @example

@@ -5,7 +5,7 @@
  */
 import { SUMMARY_COLUMNS, toSummary, type DeliveryRow, type DeliveryStatus, type DeliverySummary } from "../deliveries";
 import { LISTING_WINDOW, type DeliveryFilter, type ListingPage, type ListingQuery } from "../listing-query";
-import { numbered, type Term } from "../where-terms";
+import { boundTerm as bound, fixedTerm as fixed, numbered, type Term } from "../where-terms";
 
 /**
  * The status filter of the listing, with the literal term of the partial index that serves it
@@ -74,8 +74,6 @@ export function listingStatement(query: ListingQuery): ListingStatements {
 function filterTerms(filter: DeliveryFilter): { served: Term[]; residual: Term[] } {
   const served: Term[] = [];
   const residual: Term[] = [];
-  const fixed = (text: string): Term => ({ sql: () => text, values: [] });
-  const bound = (text: (n: number) => string, value: unknown): Term => ({ sql: text, values: [value] });
   if (filter.status) (filter.status === "done" ? residual : served).push(fixed(STATUS_FILTER[filter.status]));
   // ISO times in UTC with milliseconds compare as text in time order (store/clock.ts).
   if (filter.since) served.push(bound((n) => `received_at >= ?${n}`, filter.since));

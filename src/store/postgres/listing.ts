@@ -10,7 +10,7 @@
  */
 import { SUMMARY_COLUMNS, toSummary, type DeliveryRow, type DeliveryStatus, type DeliverySummary } from "../deliveries";
 import { LISTING_WINDOW, type DeliveryFilter, type ListingPage, type ListingQuery } from "../listing-query";
-import { numbered, type Term } from "../where-terms";
+import { boundTerm as bound, fixedTerm as fixed, numbered, type Term } from "../where-terms";
 import type { Queryable } from "./queryable";
 
 /**
@@ -27,13 +27,10 @@ const STATUS_FILTER: Record<DeliveryStatus, string> = {
 
 const ORDER = "ORDER BY received_at DESC, source DESC, id DESC";
 
-
 /** A filter's terms: `served` by the index the query walks, and `residual`, checked row by row. */
 function filterTerms(filter: DeliveryFilter): { served: Term[]; residual: Term[] } {
   const served: Term[] = [];
   const residual: Term[] = [];
-  const fixed = (text: string): Term => ({ sql: () => text, values: [] });
-  const bound = (text: (n: number) => string, value: unknown): Term => ({ sql: text, values: [value] });
   if (filter.status) (filter.status === "done" ? residual : served).push(fixed(STATUS_FILTER[filter.status]));
   // ISO times in UTC with milliseconds compare as text in time order (COLLATE "C", store/clock.ts).
   if (filter.since) served.push(bound((n) => `received_at >= $${n}`, filter.since));
