@@ -33,8 +33,8 @@
 import { loadConfig, QUEUE_MAX_DELAY_SECONDS, type InboxConfig } from "../config";
 import { openBatchStore, type AttemptEntry, type Store } from "../store";
 import { failDelivery, handleFailure, runHandler, sendDeadLetter, type Outcome } from "./attempt";
-import { DeferredError, describeError, InfrastructureError, PermanentError } from "./errors";
-import type { HandlerRegistry } from "./handlers";
+import { DeferredError, PermanentError, type HandlerResolver } from "../handler-api";
+import { describeError, InfrastructureError } from "../handler-api/errors";
 import { BatchGate } from "./batch-gate";
 import { BatchTimeUpError, holdLease, LeaseLapsedError, LeaseLostError, withDeadline, type HeldLease } from "./keep-lease";
 import type { ClaimResult, DeliveryLease } from "./lease";
@@ -71,7 +71,8 @@ export const COMMIT_FAILURE_LIMIT = 10;
 interface BatchContext {
   readonly env: Env;
   readonly config: InboxConfig;
-  readonly handlers: HandlerRegistry;
+  /** Which handlers run for a delivery (the Worker wires it: src/index.ts). */
+  readonly resolve: HandlerResolver;
   /** The batch's store: its claims and commits share round trips where the store can. */
   readonly store: Store;
   /** When the batch's time is up (ms, see BATCH_BUDGET_MS). */
@@ -86,13 +87,13 @@ export function leaseFor(env: Env, ref: DeliveryRef): DurableObjectStub<Delivery
 }
 
 /** Processes a batch from `webhook-deliveries`; each message is acked or retried on its own, as soon as its delivery is. */
-export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, handlers: HandlerRegistry): Promise<Outcome[]> {
+export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, resolve: HandlerResolver): Promise<Outcome[]> {
   const config = loadConfig(env);
   const store = openBatchStore(env);
   const context: BatchContext = {
     env,
     config,
-    handlers,
+    resolve,
     store,
     deadlineMs: Date.now() + BATCH_BUDGET_MS,
     gate: new BatchGate(),
@@ -172,7 +173,7 @@ async function processClaimed(
   lease: DurableObjectStub<DeliveryLease>,
   { token, takeover, previousToken }: Extract<ClaimResult, { kind: "granted" }>,
   held: HeldLease,
-  { env, config, handlers, store, deadlineMs }: BatchContext,
+  { env, config, resolve, store, deadlineMs }: BatchContext,
 ): Promise<Outcome> {
   // A free lease's claim only reads the row; a takeover is recorded first (store/d1/lifecycle.ts).
   const claimed = await store.claim(ref, token, takeover ? { previousToken, maxAttempts: config.maxAttempts } : null, Date.now());
@@ -197,7 +198,7 @@ async function processClaimed(
     const leftMs = deadlineMs - Date.now() - 5_000;
     const timeUp = leftMs < handlerMs ? () => new BatchTimeUpError("the consumer invocation's time ran out") : undefined;
     handled = await withDeadline(
-      (signal) => runHandler(env, store, handlers, ref, claimed.delivery, claimed.attempt, signal),
+      (signal) => runHandler(env, store, resolve, ref, claimed.delivery, claimed.attempt, signal),
       Math.max(1_000, Math.min(handlerMs, leftMs)),
       timeUp,
       held.signal,
