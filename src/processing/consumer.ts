@@ -37,8 +37,8 @@ import { DeferredError, describeError, InfrastructureError, PermanentError } fro
 import type { HandlerRegistry } from "./handlers";
 import { BatchGate } from "./batch-gate";
 import { BatchTimeUpError, holdLease, LeaseLapsedError, LeaseLostError, withDeadline, type HeldLease } from "./keep-lease";
-import type { ClaimResult, DeliveryLease } from "./lease";
-import { isDeliveryRef, leaseName, type DeliveryRef } from "./messages";
+import { leaseFor, type DeliveryLease, type LeaseClaim } from "./lease";
+import { isDeliveryRef, type DeliveryRef } from "./messages";
 
 export type { Outcome } from "./attempt";
 
@@ -78,11 +78,6 @@ interface BatchContext {
   readonly deadlineMs: number;
   /** The batch's gate: suspects (takeovers) run alone (batch-gate.ts). */
   readonly gate: BatchGate;
-}
-
-/** The lease object of one delivery. */
-export function leaseFor(env: Env, ref: DeliveryRef): DurableObjectStub<DeliveryLease> {
-  return env.DELIVERY_LEASE.get(env.DELIVERY_LEASE.idFromName(leaseName(ref)));
 }
 
 /** Processes a batch from `webhook-deliveries`; each message is acked or retried on its own, as soon as its delivery is. */
@@ -170,7 +165,7 @@ async function processMessage(message: Message<unknown>, context: BatchContext):
 async function processClaimed(
   ref: DeliveryRef,
   lease: DurableObjectStub<DeliveryLease>,
-  { token, takeover, previousToken }: Extract<ClaimResult, { kind: "granted" }>,
+  { token, takeover, previousToken }: Extract<LeaseClaim, { kind: "granted" }>,
   held: HeldLease,
   { env, config, handlers, store, deadlineMs }: BatchContext,
 ): Promise<Outcome> {

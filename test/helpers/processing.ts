@@ -2,9 +2,9 @@
 import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { vi } from "vitest";
-import { consumeDeliveries, leaseFor } from "../../src/processing/consumer";
+import { consumeDeliveries } from "../../src/processing/consumer";
 import type { HandlerRegistry } from "../../src/processing/handlers";
-import type { DeliveryLease } from "../../src/processing/lease";
+import { leaseFor, type DeliveryLease } from "../../src/processing/lease";
 import type { DeliveryRef } from "../../src/processing/messages";
 import { sql } from "../../src/sql";
 import { exec, recordDelivery } from "./store-db";

@@ -1,7 +1,7 @@
 /**
  * The delivery's state in D1 as processing moves it: received → (processing) → done | failed.
  *
- * D1 sees a claim only when it must: the lease object (processing/lease.ts) serializes claims
+ * D1 sees a claim only when it must: the lease object (processing/lease/) serializes claims
  * and knows who holds a delivery, so a first claim, or the claim of a retry, only reads the row
  * (`readClaim`), and the run is recorded when it ends, with its result. Only a takeover (the
  * previous holder's lease ran out without a word) is written before its handler runs
