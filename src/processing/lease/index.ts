@@ -6,7 +6,7 @@ import { leaseName, type DeliveryRef } from "../messages";
 import type { DeliveryLease } from "./object";
 
 export { DeliveryLease, REQUEUE_JITTER_SECONDS } from "./object";
-export type { LeaseClaim } from "./decisions";
+export type { LeaseClaim } from "./state";
 
 /** The lease object of one delivery, reached by its name (`leaseName`), which the object reads back. */
 export function leaseFor(env: Env, ref: DeliveryRef): DurableObjectStub<DeliveryLease> {
