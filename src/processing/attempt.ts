@@ -8,7 +8,7 @@ import { destinationOf } from "../forwarding/config";
 import { forwardDelivery, forwardedDelivery } from "../forwarding/forward";
 import { sha256, toHex } from "../providers/crypto";
 import { sql } from "../sql";
-import type { ClaimedDelivery, Effect, RunTiming, Store } from "../store";
+import type { DeliveryToRun, Effect, RunTiming, Store } from "../store";
 import { describeError, InfrastructureError, PermanentError, RetryAfterError } from "./errors";
 import { findHandler, parseEvent, type HandlerContext, type HandlerRegistry } from "./handlers";
 import type { DeliveryLease } from "./lease";
@@ -48,7 +48,7 @@ export async function runHandler(
   store: Store,
   handlers: HandlerRegistry,
   ref: DeliveryRef,
-  delivery: ClaimedDelivery,
+  delivery: DeliveryToRun,
   attempt: number,
   signal: AbortSignal,
 ): Promise<HandledDelivery> {
