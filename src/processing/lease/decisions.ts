@@ -100,7 +100,7 @@ export function decideRenew(state: LeaseState, naming: Naming, token: number, no
   // Also after the alarm marked it abandoned: nobody took over yet, and the requeued message will
   // find it busy again.
   const heldUntilMs = nowMs + leaseMs;
-  // One write, the alarm; the stored key is rewritten only if it says "abandoned" or "released".
+  // One write, the alarm; the stored key is rewritten only if it says "abandoned".
   // A floor gives way to the holder's own token (it is no longer unknown).
   const key: StoredLease | undefined = stored !== null && (stored.state !== "held" || stored.floor) ? { token, state: "held", ...refToStore(state, naming) } : undefined;
   return {
