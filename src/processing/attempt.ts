@@ -7,7 +7,7 @@ import type { InboxConfig } from "../config";
 import { PermanentError, RetryAfterError, sql, type Effect, type HandlerContext, type HandlerResolver } from "../handler-api";
 import { describeError, InfrastructureError } from "../handler-api/errors";
 import { sha256, toHex } from "../providers/crypto";
-import type { ClaimedDelivery, RunTiming, Store } from "../store";
+import type { DeliveryToRun, RunTiming, Store } from "../store";
 import { parseEvent } from "./handlers";
 import type { DeliveryLease } from "./lease";
 import { leaseName, type DeadLetter, type DeliveryRef } from "./messages";
@@ -43,7 +43,7 @@ export async function runHandler(
   store: Store,
   resolve: HandlerResolver,
   ref: DeliveryRef,
-  delivery: ClaimedDelivery,
+  delivery: DeliveryToRun,
   attempt: number,
   signal: AbortSignal,
 ): Promise<HandledDelivery> {

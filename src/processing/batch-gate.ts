@@ -13,7 +13,7 @@
  * Per batch, not per isolate: workerd does not let one request wait on a promise that another
  * request settles (it may hang, or refuse the I/O), so a gate cannot span invocations. A delivery
  * of another batch that happens to run in the same isolate can still die with a suspect; the
- * lease alarms' jitter (lease.ts) makes such meetings rare, and a first run that dies that way
+ * lease alarms' jitter (lease/object.ts) makes such meetings rare, and a first run that dies that way
  * counts nothing.
  *
  * First come, first served: a delivery that asks for shared entry behind a waiting suspect waits

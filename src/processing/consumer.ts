@@ -39,8 +39,8 @@ import { DeferredError, PermanentError, type HandlerResolver } from "../handler-
 import { describeError, InfrastructureError } from "../handler-api/errors";
 import { BatchGate } from "./batch-gate";
 import { BatchTimeUpError, holdLease, LeaseLapsedError, LeaseLostError, withDeadline, type HeldLease } from "./keep-lease";
-import type { ClaimResult, DeliveryLease } from "./lease";
-import { isDeliveryRef, leaseName, type DeliveryRef } from "./messages";
+import { leaseFor, type DeliveryLease, type LeaseClaim } from "./lease";
+import { isDeliveryRef, type DeliveryRef } from "./messages";
 
 export type { Outcome } from "./attempt";
 
@@ -74,11 +74,6 @@ interface BatchContext {
   readonly deadlineMs: number;
   /** The batch's gate: suspects (takeovers) run alone (batch-gate.ts). */
   readonly gate: BatchGate;
-}
-
-/** The lease object of one delivery. */
-export function leaseFor(env: Env, ref: DeliveryRef): DurableObjectStub<DeliveryLease> {
-  return env.DELIVERY_LEASE.get(env.DELIVERY_LEASE.idFromName(leaseName(ref)));
 }
 
 /** Processes a batch from `webhook-deliveries`; each message is acked or retried on its own, as soon as its delivery is. */
@@ -166,7 +161,7 @@ async function processMessage(message: Message<unknown>, context: BatchContext):
 async function processClaimed(
   ref: DeliveryRef,
   lease: DurableObjectStub<DeliveryLease>,
-  { token, takeover, previousToken }: Extract<ClaimResult, { kind: "granted" }>,
+  { token, takeover, previousToken }: Extract<LeaseClaim, { kind: "granted" }>,
   held: HeldLease,
   { env, config, resolve, store, deadlineMs }: BatchContext,
 ): Promise<Outcome> {

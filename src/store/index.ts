@@ -15,7 +15,7 @@ export type { ClosableStore, CommitResult, Effect, Store, Takeover, WaitUntil } 
 // The store's vocabulary, for the callers (the admin API, the dashboard, the consumer, the sweeper):
 // the same in both stores, from neutral modules that import neither.
 export type { AttemptEntry, AttemptOutcome, RunTiming } from "./attempts";
-export type { ClaimedDelivery } from "./claims";
+export type { DeliveryToRun } from "./claims";
 export { DELIVERY_STATUSES, type DeliveryDetail, type DeliveryStatus, type DeliverySummary, type StatusCounts } from "./deliveries";
 export { LISTING_WINDOW, type DeliveryFilter, type ListingKey } from "./listing-query";
 export type { FailedFilter } from "./replay-state";

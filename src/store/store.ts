@@ -16,7 +16,7 @@
 import type { DeliveryRef } from "../delivery-ref";
 import type { Effect } from "../sql";
 import type { RunTiming } from "./attempts";
-import type { Claimed } from "./claims";
+import type { StoreClaim } from "./claims";
 import type { DeliveryDetail, DeliveryStats, DeliverySummary } from "./deliveries";
 import type { ListingPage, ListingQuery } from "./listing-query";
 import type { NewDelivery, RecordOutcome } from "./new-delivery";
@@ -58,7 +58,7 @@ export interface Store {
 
   // The consumer: a delivery's state as processing moves it (store/d1/lifecycle.ts).
   /** The claim of a leased delivery: a read, or for a takeover a fenced write first. */
-  claim(ref: DeliveryRef, token: number, takeover: Takeover | null, nowMs: number): Promise<Claimed>;
+  claim(ref: DeliveryRef, token: number, takeover: Takeover | null, nowMs: number): Promise<StoreClaim>;
   /** The done mark with the handler's effects, in one fenced transaction. */
   commitDone(ref: DeliveryRef, token: number, done: { readonly handled: boolean; readonly effects: readonly Effect[]; readonly run?: RunTiming }, nowMs: number): Promise<CommitResult>;
   /** A retryable failure recorded, the run counted. False when the fence refused. */

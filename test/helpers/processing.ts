@@ -3,9 +3,9 @@ import { createExecutionContext, createMessageBatch, getQueueResult, runDurableO
 import { env } from "cloudflare:workers";
 import { vi } from "vitest";
 import { withConfiguredForwarding } from "../../src/forwarding/resolver";
-import { consumeDeliveries, leaseFor } from "../../src/processing/consumer";
+import { consumeDeliveries } from "../../src/processing/consumer";
 import type { HandlerRegistry } from "../../src/handler-api";
-import type { DeliveryLease } from "../../src/processing/lease";
+import { leaseFor, type DeliveryLease } from "../../src/processing/lease";
 import type { DeliveryRef } from "../../src/processing/messages";
 import { sql } from "../../src/sql";
 import { exec, recordDelivery } from "./store-db";

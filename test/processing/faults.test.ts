@@ -35,7 +35,7 @@ const keyedOf = (id: string) => count(sql`SELECT COUNT(*) AS n FROM keyed_effect
 
 /**
  * What a lease object stored: its alarm (on the hot path the lease's end, and all it writes) and
- * the key that only its rare paths write (src/processing/lease.ts).
+ * the key that only its rare paths write (src/processing/lease/stored.ts).
  */
 async function leaseState(ref: { source: string; id: string }) {
   return runInDurableObject(leaseFor(env, ref), async (_instance, ctx) => ({

@@ -7,6 +7,7 @@
  * left run out (the alarm, with the clock moved past the lease), and a new invocation takes the
  * requeued messages, as the queue would.
  */
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { defineHandlers, type Handler } from "../../src/handler-api";
@@ -49,6 +50,14 @@ function handlersFor(invocation: Invocation) {
   return defineHandlers({ poisoned: { "healthy.event": healthy, "poison.event": poison } });
 }
 
+/** Settled, or its lease was claimed in the round (an alarm within a lease of now). */
+async function claimLanded(ref: DeliveryRef): Promise<boolean> {
+  const row = await deliveryRow(ref.source, ref.id);
+  if (row!.status === "done" || row!.status === "failed") return true;
+  const alarm = await runInDurableObject(leaseFor(env, ref), (_instance, ctx) => ctx.storage.getAlarm());
+  return alarm !== null && alarm <= Date.now() + 60_000;
+}
+
 const effectsOf = (id: string) => count(sql`SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ${id}`);
 
 describe("a poison delivery in a batch of healthy ones", () => {
@@ -64,7 +73,7 @@ describe("a poison delivery in a batch of healthy ones", () => {
     }
 
     let poisonRuns = 0;
-    for (let round = 1; round <= 12; round++) {
+    for (let round = 1; round <= 16; round++) {
       const pending: DeliveryRef[] = [];
       for (const ref of refs) {
         const row = await deliveryRow(ref.source, ref.id);
@@ -90,8 +99,14 @@ describe("a poison delivery in a batch of healthy ones", () => {
         )
         .toBe(true);
       if (invocation.poisonStarted) poisonRuns++;
-      // The frozen invocation's leases run out; their alarms requeue the deliveries.
-      if (!ended) for (const ref of pending) await expireLease(leaseFor(env, ref));
+      // Every claim of the round has landed (its lease runs from now, not from the moved clock of
+      // an earlier expiry): expiring a lease before its claim lands would leave that claim holding
+      // it a lease past the next expiry.
+      await expect.poll(async () => (await Promise.all(pending.map(claimLanded))).every(Boolean), { timeout: 10_000, interval: 20 }).toBe(true);
+      // The frozen invocation's leases run out; their alarms requeue the deliveries. Also after an
+      // invocation that ended: a claim of the frozen one before it may have landed late, after its
+      // round's expiry, and holds its delivery until this one.
+      for (const ref of pending) await expireLease(leaseFor(env, ref));
     }
 
     for (const ref of healthy) {

@@ -10,7 +10,7 @@
  *    row in between.
  * 3. Then the delivery is enqueued; the next claim gets a larger fencing token than any before.
  */
-import { leaseFor } from "../../processing/consumer";
+import { leaseFor } from "../../processing/lease";
 import { enqueueDeliveries, enqueueDelivery } from "../../processing/enqueue";
 import { describeError } from "../../handler-api/errors";
 import type { DeliveryRef } from "../../processing/messages";

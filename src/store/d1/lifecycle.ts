@@ -1,7 +1,7 @@
 /**
  * The delivery's state in D1 as processing moves it: received → (processing) → done | failed.
  *
- * D1 sees a claim only when it must: the lease object (processing/lease.ts) serializes claims
+ * D1 sees a claim only when it must: the lease object (processing/lease/) serializes claims
  * and knows who holds a delivery, so a first claim, or the claim of a retry, only reads the row
  * (`readClaim`), and the run is recorded when it ends, with its result. Only a takeover (the
  * previous holder's lease ran out without a word) is written before its handler runs
@@ -21,7 +21,7 @@
 import type { DeliveryRef } from "../../delivery-ref";
 import { appendAttempt, deferredAttempt, entryAt } from "./attempt-log";
 import { attemptEntryFrom, attemptJson, type RunTiming } from "../attempts";
-import { LEASE_LOST, type Claimed } from "../claims";
+import { LEASE_LOST, type StoreClaim } from "../claims";
 import { isoTime } from "../clock";
 import { bodyColumns, bodyFromRow } from "./columns";
 
@@ -105,7 +105,7 @@ export function markTakeover(db: D1Database, ref: DeliveryRef, token: number, pr
 }
 
 /** What a claim's result (`readClaim` or `markTakeover`) says. */
-export function claimedDelivery(result: D1Result): Claimed {
+export function claimedDelivery(result: D1Result): StoreClaim {
   const row = result.results[0] as { status: string; attempts: number; error: string; event_type: string | null; content_type: unknown; last_attempt: unknown } | undefined;
   if (!row) return { kind: "gone" };
   if (row.status === "failed") return { kind: "gave_up", attempts: row.attempts, error: row.error };

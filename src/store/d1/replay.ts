@@ -13,7 +13,7 @@ import type { FailedFilter, ReplayState } from "../replay-state";
 
 /**
  * A replay's fence (`?param`: its time, ms): `lease_token` becomes at least the replay's time. Lease tokens start from the
- * lease object's clock (processing/lease.ts), so every token handed out before the replay is
+ * lease object's clock (processing/lease/), so every token handed out before the replay is
  * below it and every claim after it above: a worker of the delivery's previous life, even one
  * whose claim D1 never saw, can no longer commit, and a takeover does not count its run as one of
  * the new life's (store/d1/lifecycle.ts). Should the lease object's clock lag this one, its next claim

@@ -16,7 +16,7 @@
 import type { DeliveryRef } from "../../delivery-ref";
 import { SqlStatement } from "../../sql";
 import { attemptEntryFrom, attemptJson, type RunTiming } from "../attempts";
-import { LEASE_LOST, type Claimed } from "../claims";
+import { LEASE_LOST, type StoreClaim } from "../claims";
 import { isoTime } from "../clock";
 import type { CommitResult, Effect, Takeover } from "../store";
 import { appendAttempt, deferredAttempt, entryAt } from "./attempt-log";
@@ -60,7 +60,7 @@ interface ClaimRow {
  * const claimed = await claim(db, { source: "stripe", id: "evt_1" }, token, null, Date.now());
  * if (claimed.kind === "run") await handle(claimed.delivery);
  */
-export async function claim(db: Queryable, ref: DeliveryRef, token: number, takeover: Takeover | null, nowMs: number): Promise<Claimed> {
+export async function claim(db: Queryable, ref: DeliveryRef, token: number, takeover: Takeover | null, nowMs: number): Promise<StoreClaim> {
   const { rows } = takeover
     ? await markTakeover(db, ref, token, takeover.previousToken, takeover.maxAttempts, nowMs)
     : await readClaim(db, ref, token);
@@ -109,7 +109,7 @@ function markTakeover(db: Queryable, ref: DeliveryRef, token: number, previousTo
 }
 
 /** What a claim's row says (store/d1/lifecycle.ts `claimedDelivery`). */
-function claimedDelivery(row: ClaimRow | undefined): Claimed {
+function claimedDelivery(row: ClaimRow | undefined): StoreClaim {
   if (!row) return { kind: "gone" };
   if (row.status === "failed") return { kind: "gave_up", attempts: row.attempts, error: row.error ?? "" };
   // `attempts` counts the runs that ended; this one is the next. An empty body is a body.
