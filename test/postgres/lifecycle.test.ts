@@ -70,6 +70,7 @@ describe("claim", () => {
       kind: "run",
       attempt: 1,
       delivery: { eventType: "payment_intent.succeeded", body: new TextEncoder().encode(BODY), contentType: "application/json; charset=utf-8" },
+      last: null,
     });
     expect(claimed.kind === "run" && claimed.delivery.body.constructor).toBe(Uint8Array);
     expect(await row(ref)).toMatchObject({ status: "received", attempts: 0, lease_token: null });
@@ -115,7 +116,7 @@ describe("claim", () => {
     expect(await db((q) => claim(q, ref, 300, { previousToken: 0, maxAttempts: 5 }, NOW))).toMatchObject({ kind: "run", attempt: 2 });
   });
 
-  it("gives up when the counted vanished run was the MAX_ATTEMPTS-th, and says so again to the same token", async () => {
+  it("gives up when the counted vanished run was the MAX_ATTEMPTS-th, and says so again to the same token and to the next holder (its dead letter may not have gone out)", async () => {
     const ref = await received();
     await db((q) => claim(q, ref, 100, { previousToken: 0, maxAttempts: 2 }, NOW));
     await db((q) => claim(q, ref, 200, { previousToken: 100, maxAttempts: 2 }, NOW)); // vanished run 1
@@ -124,7 +125,12 @@ describe("claim", () => {
     expect(await row(ref)).toMatchObject({ status: "failed", attempts: 2, lease_token: "300" });
     expect(await db((q) => claim(q, ref, 300, { previousToken: 200, maxAttempts: 2 }, NOW))).toEqual(gaveUp);
     expect(await row(ref)).toMatchObject({ attempts: 2 });
-    expect(await db((q) => claim(q, ref, 400, { previousToken: 300, maxAttempts: 2 }, NOW))).toEqual({ kind: "gone" });
+    // The holder of token 300 did not settle the lease (it died, or the dead-letter queue refused):
+    // the next takeover finds the row failed under that token and is told, so the dead letter goes out.
+    expect(await db((q) => claim(q, ref, 400, { previousToken: 300, maxAttempts: 2 }, NOW))).toEqual(gaveUp);
+    expect(await row(ref)).toMatchObject({ status: "failed", attempts: 2, error: gaveUp.kind === "gave_up" ? gaveUp.error : "" });
+    // Someone else's failure is not: a takeover that did not follow the failing holder finds nothing.
+    expect(await db((q) => claim(q, ref, 500, { previousToken: 450, maxAttempts: 2 }, NOW))).toEqual({ kind: "gone" });
   });
 });
 
@@ -300,10 +306,11 @@ describe("result marks", () => {
 
   it("records a deferral uncounted, one entry for deferrals in a row with the same reason", async () => {
     const ref = await received();
-    expect(await db((q) => markDeferred(q, ref, 100, NOW + 10, { startedAtMs: NOW }, "deferred: busy"))).toBe(true);
-    expect(await db((q) => markDeferred(q, ref, 101, NOW + 2000, { startedAtMs: NOW + 1990 }, "deferred: busy"))).toBe(true);
-    expect(await db((q) => markDeferred(q, ref, 102, NOW + 3000, undefined))).toBe(true);
-    expect(await db((q) => markDeferred(q, ref, 102, NOW + 4000, undefined))).toBe(false);
+    // Each answers the deferrals in a row with its reason, 0 when the fence refused.
+    expect(await db((q) => markDeferred(q, ref, 100, NOW + 10, { startedAtMs: NOW }, "deferred: busy"))).toBe(1);
+    expect(await db((q) => markDeferred(q, ref, 101, NOW + 2000, { startedAtMs: NOW + 1990 }, "deferred: busy"))).toBe(2);
+    expect(await db((q) => markDeferred(q, ref, 102, NOW + 3000, undefined))).toBe(1);
+    expect(await db((q) => markDeferred(q, ref, 102, NOW + 4000, undefined))).toBe(0);
     expect(await row(ref)).toMatchObject({ status: "received", attempts: 0, lease_token: "102" });
     expect(await history(ref)).toEqual([
       { attempt: null, at: "2026-12-01T12:00:01.990Z", ms: 10, outcome: "deferred", error: "deferred: busy (not counted)", count: 2 },
