@@ -2,7 +2,13 @@
  * What the soak asserts once everything settled, read in the store itself (D1 through
  * `wrangler d1 execute`, Postgres from Node): every event sent is stored once, done once (one
  * `done` entry in its attempt history), with one `payments` row of its amount; none failed; no
- * row nobody sent; the store answered `stored` at most once per event; every copy was answered 200.
+ * row nobody sent; every copy was answered 200.
+ *
+ * How often an event was answered `stored` is a figure, not an assertion: when a group-committed
+ * insert fails as a whole (the database went away under it), each member writes its row alone and
+ * answers `stored` even when it finds the row there, since the failed group may have landed it
+ * (store/group-commit.ts). Two copies of one event in such a group are then both answered `stored`
+ * (and both enqueued, which the lease and the row's status make harmless).
  */
 
 /** Per delivery: its status, runs, and how many of its runs ended done or vanished. */
@@ -60,7 +66,6 @@ export async function checkStore(inbox, store, provider) {
   if (paidTwice.length) fail("events with more than one payments row", paidTwice);
   if (paidUnknown.length) fail("payments rows of events nobody sent", paidUnknown);
   if (wrongAmount.length) fail("payments rows whose amount is not the event's", wrongAmount);
-  if (storedTwice.length) fail("events answered `stored` more than once", storedTwice);
 
   const runs = rows.reduce((sum, row) => sum + Number(row.attempts), 0);
   const figures = {
@@ -71,6 +76,7 @@ export async function checkStore(inbox, store, provider) {
     "payments rows": payments.length,
     "duplicates stored": duplicatesStored,
     "handler runs counted": runs,
+    "events answered stored more than once": storedTwice.length,
     "deliveries run more than once": rows.filter((row) => Number(row.attempts) > 1).length,
     "vanished runs recorded": rows.reduce((sum, row) => sum + Number(row.vanished_runs), 0),
   };
