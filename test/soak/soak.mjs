@@ -62,8 +62,8 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
     console.error(`\n${signal}: stopping what the soak started`);
     const { inbox, postgres } = running;
     running = {};
-    await inbox?.kill().catch(() => {});
-    await postgres?.stop({ keep: true }).catch(() => postgres.stopNow());
+    await inbox?.stop().catch(() => {});
+    await postgres?.stop().catch(() => postgres.stopNow());
     process.exit(130);
   });
 }
