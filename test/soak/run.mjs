@@ -13,7 +13,7 @@ import { checkStore } from "./checks.mjs";
 import { startSoakPostgres } from "./postgres-server.mjs";
 import { Provider } from "./provider.mjs";
 
-/** The runtime runs this long (uniformly drawn) between a restart and the next kill. */
+/** From one kill to the next (uniformly drawn; the first counts from the load's start). */
 const KILL_EVERY_S = [30, 60];
 /** The database server's crash falls in this part of the run, and it stays down this long. */
 const CRASH_WITHIN = [0.35, 0.65];
@@ -74,16 +74,23 @@ export async function soakStore({ store, minutes, rate, twiceShare, track }) {
     })();
 
     const chaos = (async () => {
+      let previousKillAt = loadStart;
+      let upSince = loadStart;
       for (;;) {
-        const upFor = between(...KILL_EVERY_S);
-        if (Date.now() + upFor * 1000 >= loadEnd) return;
-        await sleep(upFor * 1000);
-        const killedAt = Date.now();
+        const killAt = previousKillAt + between(...KILL_EVERY_S) * 1000;
+        if (killAt >= loadEnd) return;
+        await sleep(Math.max(0, killAt - Date.now()));
+        const gapS = (Date.now() - previousKillAt) / 1000;
+        const upS = (Date.now() - upSince) / 1000;
+        previousKillAt = Date.now();
         await inbox.kill();
-        lastRestartAt = Date.now();
+        const restartingAt = Date.now();
+        lastRestartAt = Math.max(lastRestartAt, restartingAt);
         await startWithOneRetry(inbox, say);
-        kills.push({ at: (killedAt - loadStart) / 1000, upFor, restartS: (Date.now() - lastRestartAt) / 1000 });
-        say(`kill -9 #${kills.length} after ${upFor.toFixed(0)} s up; restarted in ${((Date.now() - lastRestartAt) / 1000).toFixed(1)} s on ${inbox.url}`);
+        upSince = Date.now();
+        const restartS = (upSince - restartingAt) / 1000;
+        kills.push({ at: (previousKillAt - loadStart) / 1000, restartS });
+        say(`kill -9 #${kills.length}, ${gapS.toFixed(0)} s after the ${kills.length > 1 ? "previous one" : "load's start"} (up ${upS.toFixed(0)} s); restarted in ${restartS.toFixed(1)} s on ${inbox.url}`);
       }
     })();
 
