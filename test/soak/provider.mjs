@@ -42,6 +42,13 @@ export class Provider {
     /** No resend starts after this (ms since epoch); a copy still unanswered then is given up. */
     this.giveUpAt = Infinity;
     this.lastAnsweredAt = 0;
+    this.stopping = new AbortController();
+  }
+
+  /** Stops at once: no new post or resend, the posts in flight and the backoffs cut short. */
+  stop() {
+    this.giveUpAt = 0;
+    this.stopping.abort();
   }
 
   /** Sends one new event (once, or twice at once); does not wait for its answers. */
@@ -91,7 +98,11 @@ export class Provider {
       }
       const backoff = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (attempt - 1)) * (0.5 + Math.random());
       if (Date.now() + backoff > this.giveUpAt) return;
-      await delay(backoff);
+      try {
+        await delay(backoff, undefined, { signal: this.stopping.signal });
+      } catch {
+        return; // stopped
+      }
     }
   }
 
@@ -101,7 +112,8 @@ export class Provider {
     this.posts++;
     try {
       const delivery = stripeDelivery(event, this.secret);
-      const { status, json } = await this.inbox.post(delivery.path, delivery.body, delivery.headers, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+      const signal = AbortSignal.any([AbortSignal.timeout(REQUEST_TIMEOUT_MS), this.stopping.signal]);
+      const { status, json } = await this.inbox.post(delivery.path, delivery.body, delivery.headers, { signal });
       return status === 200 ? `200 ${json?.status ?? "?"}` : String(status);
     } catch (error) {
       return /** @type {Error} */ (error).name === "TimeoutError" ? "timeout" : "connection error";

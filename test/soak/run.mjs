@@ -7,6 +7,7 @@
  * checked (checks.mjs). Prints its figures as it goes and at the end.
  */
 import { randomBytes } from "node:crypto";
+import { setTimeout as delay } from "node:timers/promises";
 import { LocalInbox, sleep } from "../e2e/harness.mjs";
 import { RECOVERY_LIMIT_S } from "../e2e/kill-restart.mjs";
 import { checkStore } from "./checks.mjs";
@@ -64,12 +65,15 @@ export async function soakStore({ store, minutes, rate, twiceShare, track }) {
     let lastRestartAt = loadStart;
     /** @type {{ at: number, downS: number, startS: number } | undefined} */
     let crash;
+    // Ends the load and the chaos early when something failed: their waits reject, they stop.
+    const stopping = new AbortController();
+    const wait = (ms) => delay(ms, undefined, { signal: stopping.signal });
 
     const load = (async () => {
       while (Date.now() < loadEnd) {
         const due = Math.floor(((Date.now() - loadStart) / 1000) * rate);
         while (provider.events.size < due) provider.sendNext();
-        await sleep(50);
+        await wait(50);
       }
     })();
 
@@ -79,7 +83,7 @@ export async function soakStore({ store, minutes, rate, twiceShare, track }) {
       for (;;) {
         const killAt = previousKillAt + between(...KILL_EVERY_S) * 1000;
         if (killAt >= loadEnd) return;
-        await sleep(Math.max(0, killAt - Date.now()));
+        await wait(Math.max(0, killAt - Date.now()));
         const gapS = (Date.now() - previousKillAt) / 1000;
         const upS = (Date.now() - upSince) / 1000;
         previousKillAt = Date.now();
@@ -96,11 +100,11 @@ export async function soakStore({ store, minutes, rate, twiceShare, track }) {
 
     const databaseCrash = (async () => {
       if (!postgres) return;
-      await sleep(between(...CRASH_WITHIN) * minutes * 60_000);
+      await wait(between(...CRASH_WITHIN) * minutes * 60_000);
       const at = Date.now();
       await postgres.crash();
       say("Postgres crashed: pg_ctl stop -m immediate");
-      await sleep(DATABASE_DOWN_S * 1000);
+      await wait(DATABASE_DOWN_S * 1000);
       const restartingAt = Date.now();
       await postgres.restart();
       lastRestartAt = Math.max(lastRestartAt, restartingAt);
@@ -159,7 +163,9 @@ export async function soakStore({ store, minutes, rate, twiceShare, track }) {
       return { store, figures, failures };
     } finally {
       clearInterval(progress);
-      // The chaos may still be mid-restart when something above threw: let it end before the cleanup.
+      // When something above threw: stop the load, and let a restart under way end before the cleanup.
+      stopping.abort();
+      provider.stop();
       await Promise.allSettled([load, chaos, databaseCrash]);
     }
   } catch (error) {

@@ -83,4 +83,5 @@ for (const { store, figures, failures } of results) {
   for (const [name, value] of Object.entries(figures)) console.log(`  ${name}: ${typeof value === "object" ? JSON.stringify(value) : value}`);
   for (const failure of failures) console.log(`  ✗ ${failure}`);
 }
-process.exitCode = results.some((result) => result.failures.length) ? 1 : 0;
+// Exit now: nothing of the soak is left to wait for (and the exit handler stops anything that was).
+process.exit(results.some((result) => result.failures.length) ? 1 : 0);
