@@ -28,7 +28,7 @@ function paymentEvent(id, customer, amount) {
 async function main() {
   const url = (process.env.INBOX_URL ?? "http://localhost:8787").replace(/\/+$/, "");
   // Several secrets may be configured during a rotation; any one of them signs.
-  const secret = devVar(ROOT, "STRIPE_WEBHOOK_SECRET"); // one secret, taken verbatim (src/secrets.ts)
+  const secret = devVar(ROOT, "STRIPE_WEBHOOK_SECRET"); // one secret, taken verbatim (src/config/secrets.ts)
   const token = process.env.INBOX_ADMIN_TOKEN ?? devVar(ROOT, "ADMIN_TOKEN");
   if (!secret) throw new InboxError("no STRIPE_WEBHOOK_SECRET in the environment, .dev.vars or .dev.vars.example");
   if (!token) throw new InboxError("no admin token: set INBOX_ADMIN_TOKEN, or ADMIN_TOKEN in .dev.vars");
@@ -61,7 +61,7 @@ async function main() {
 
   const stats = await admin.get("/stats");
   console.log(`\n${table(["STATUS", "COUNT"], Object.entries(stats.counts))}\n\noldest waiting: ${duration(stats.oldestWaitingSeconds)}`);
-  console.log(`\nnext: npx webhook-inbox list --status failed, then show / replay (README: "Operate it")`);
+  console.log(`\nnext: npx webhook-inbox list --status failed, then show / replay (docs/operations.md)`);
 }
 
 /** POSTs a delivery; a refusal is explained in one line. */

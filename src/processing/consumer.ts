@@ -20,13 +20,25 @@
  * an error) never use up an attempt: the lease is released and the message retried with a
  * growing delay; only a handler that ran counts. Every message is acked only once its delivery is
  * handled, recorded, or known to be someone else's (busy, settled, lease lost).
+ *
+ * Three guards keep one delivery's trouble its own:
+ * - a takeover (its last run vanished: perhaps it killed its invocation) runs alone in its batch
+ *   (batch-gate.ts), so a crash loop is charged only to the delivery that causes it;
+ * - a lease that is lost, or that cannot be renewed, stops the work at once (keep-lease.ts): no
+ *   forward leaves after, and a lease that lapsed while its worker lived counts no run;
+ * - a commit that keeps failing the same way while the database takes the delivery's other
+ *   writes (an effect that always deadlocks or times out) is given up on after
+ *   COMMIT_FAILURE_LIMIT such runs, while an outage (nothing written at all) fails nothing.
  */
 import { loadConfig, QUEUE_MAX_DELAY_SECONDS, type InboxConfig } from "../config";
 import { openBatchStore, type Store } from "../store";
 import { handleFailure, runHandler, sendDeadLetter, type Outcome } from "./attempt";
-import { DeferredError, describeError, PermanentError } from "./errors";
-import type { HandlerRegistry } from "./handlers";
-import { BatchTimeUpError, holdLease, withDeadline } from "./keep-lease";
+import { commitFailed, settleQuietly } from "./commit-failure";
+export { COMMIT_FAILURE_LIMIT } from "./commit-failure";
+import { DeferredError, PermanentError, type HandlerResolver } from "../handler-api";
+import { describeError, InfrastructureError } from "../handler-api/errors";
+import { BatchGate } from "./batch-gate";
+import { BatchTimeUpError, holdLease, LeaseLapsedError, LeaseLostError, withDeadline, type HeldLease } from "./keep-lease";
 import type { ClaimResult, DeliveryLease } from "./lease";
 import { isDeliveryRef, leaseName, type DeliveryRef } from "./messages";
 
@@ -54,11 +66,14 @@ export const INFRASTRUCTURE_RETRY_MAX_SECONDS = 300;
 interface BatchContext {
   readonly env: Env;
   readonly config: InboxConfig;
-  readonly handlers: HandlerRegistry;
+  /** Which handlers run for a delivery (the Worker wires it: src/index.ts). */
+  readonly resolve: HandlerResolver;
   /** The batch's store: its claims and commits share round trips where the store can. */
   readonly store: Store;
   /** When the batch's time is up (ms, see BATCH_BUDGET_MS). */
   readonly deadlineMs: number;
+  /** The batch's gate: suspects (takeovers) run alone (batch-gate.ts). */
+  readonly gate: BatchGate;
 }
 
 /** The lease object of one delivery. */
@@ -67,15 +82,16 @@ export function leaseFor(env: Env, ref: DeliveryRef): DurableObjectStub<Delivery
 }
 
 /** Processes a batch from `webhook-deliveries`; each message is acked or retried on its own, as soon as its delivery is. */
-export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, handlers: HandlerRegistry): Promise<Outcome[]> {
+export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, resolve: HandlerResolver): Promise<Outcome[]> {
   const config = loadConfig(env);
   const store = openBatchStore(env);
   const context: BatchContext = {
     env,
     config,
-    handlers,
+    resolve,
     store,
     deadlineMs: Date.now() + BATCH_BUDGET_MS,
+    gate: new BatchGate(),
   };
   const outcomes: Outcome[] = new Array(batch.messages.length);
   let next = 0;
@@ -109,6 +125,7 @@ async function processMessage(message: Message<unknown>, context: BatchContext):
     return { action: "retry", reason: "deferred", delaySeconds: 0 };
   }
   const lease = leaseFor(context.env, ref);
+  const askedAtMs = Date.now();
   let claim;
   try {
     claim = await lease.claim(ref);
@@ -117,11 +134,22 @@ async function processMessage(message: Message<unknown>, context: BatchContext):
   }
   // Someone holds it (its renewals keep it, or its alarm requeues it if they die), or it is finished.
   if (claim.kind !== "granted") return { action: "ack", reason: claim.kind };
-  const stopHolding = holdLease(lease, claim.token, context.config.leaseSeconds * 1000);
+  const held = holdLease(lease, claim.token, context.config.leaseSeconds * 1000, askedAtMs);
+  let leave;
   try {
-    return await processClaimed(ref, lease, claim, context);
+    // A takeover waits until nothing else of the batch runs; the rest wait behind it.
+    leave = await context.gate.enter(claim.takeover, held.signal);
   } catch (error) {
-    // Nothing of this attempt was recorded: give the lease back so that the retry can claim at once.
+    held.stop();
+    // Lost while waiting: the new holder has it. Lapsed: nothing was recorded, the lease runs out.
+    if (error instanceof LeaseLostError) return { action: "ack", reason: "lease_lost" };
+    return infrastructureFailure(ref, message, error);
+  }
+  try {
+    return await processClaimed(ref, lease, claim, held, context);
+  } catch (error) {
+    if (error instanceof LeaseLostError) return { action: "ack", reason: "lease_lost" };
+    // Nothing of this attempt was counted: give the lease back so that the retry can claim at once.
     const outcome = infrastructureFailure(ref, message, error);
     await lease.release(claim.token, Date.now() + outcome.delaySeconds * 1000).catch((releaseError: unknown) => {
       // The lease then runs out by itself and the alarm requeues the delivery, counting nothing.
@@ -129,7 +157,8 @@ async function processMessage(message: Message<unknown>, context: BatchContext):
     });
     return outcome;
   } finally {
-    stopHolding();
+    leave();
+    held.stop();
   }
 }
 
@@ -138,7 +167,8 @@ async function processClaimed(
   ref: DeliveryRef,
   lease: DurableObjectStub<DeliveryLease>,
   { token, takeover, previousToken }: Extract<ClaimResult, { kind: "granted" }>,
-  { env, config, handlers, store, deadlineMs }: BatchContext,
+  held: HeldLease,
+  { env, config, resolve, store, deadlineMs }: BatchContext,
 ): Promise<Outcome> {
   // A free lease's claim only reads the row; a takeover is recorded first (store/d1/lifecycle.ts).
   const claimed = await store.claim(ref, token, takeover ? { previousToken, maxAttempts: config.maxAttempts } : null, Date.now());
@@ -148,8 +178,8 @@ async function processClaimed(
     return { action: "ack", reason: "settled" };
   }
   if (claimed.kind === "gave_up") {
-    await sendDeadLetter(env, ref, claimed.error);
-    await settleQuietly(ref, lease, token);
+    // Unsent, the lease stays unsettled: its alarm brings the delivery back to send it again.
+    if (await sendDeadLetter(env, ref, claimed.error)) await settleQuietly(ref, lease, token);
     return { action: "ack", reason: "exhausted" };
   }
 
@@ -162,8 +192,23 @@ async function processClaimed(
     const handlerMs = config.handlerTimeoutSeconds * 1000;
     const leftMs = deadlineMs - Date.now() - 5_000;
     const timeUp = leftMs < handlerMs ? () => new BatchTimeUpError("the consumer invocation's time ran out") : undefined;
-    handled = await withDeadline((signal) => runHandler(env, store, handlers, ref, claimed.delivery, claimed.attempt, signal), Math.max(1_000, Math.min(handlerMs, leftMs)), timeUp);
+    handled = await withDeadline(
+      (signal) => runHandler(env, store, resolve, ref, claimed.delivery, claimed.attempt, signal),
+      Math.max(1_000, Math.min(handlerMs, leftMs)),
+      timeUp,
+      held.signal,
+    );
   } catch (error) {
+    // Taken over: the new holder's result stands; this run records nothing (the fence would refuse it).
+    if (error instanceof LeaseLostError) throw error;
+    // The lease could not be renewed: recorded as not counted (a takeover must not charge a run
+    // whose worker lived), then retried as an infrastructure failure.
+    if (error instanceof LeaseLapsedError) {
+      await store.markDeferred(ref, token, Date.now(), run, "stopped: its lease could not be renewed");
+      throw error;
+    }
+    // A store call made for the handler failed: the database's fault, not counted.
+    if (error instanceof InfrastructureError) throw error;
     // Cut short by the batch's time limit, or told to wait (its forward destination is busy):
     // not the delivery's fault, so its run is not counted.
     if (error instanceof BatchTimeUpError || error instanceof DeferredError) {
@@ -176,9 +221,16 @@ async function processClaimed(
     return handleFailure(error, env, store, config, ref, lease, token, claimed.attempt, run);
   }
 
+  // Taken over while the handler finished: nothing to commit (the fence would refuse it anyway).
+  if (held.signal.reason instanceof LeaseLostError) throw held.signal.reason;
   // Infrastructure errors are thrown (and retried, counting nothing); a commit that landed
   // although the database reported an error counts as committed (store.ts).
-  const commit = await store.commitDone(ref, token, { handled: handled.handled, effects: handled.effects, run }, Date.now());
+  let commit;
+  try {
+    commit = await store.commitDone(ref, token, { handled: handled.handled, effects: handled.effects, run }, Date.now());
+  } catch (error) {
+    return commitFailed(error, claimed.last, env, store, ref, lease, token, run);
+  }
   // A lost lease: another worker took over, its result stands and ours committed nothing.
   if (commit.kind === "lease_lost") return { action: "ack", reason: "lease_lost" };
   if (commit.kind === "refused") {
@@ -188,18 +240,6 @@ async function processClaimed(
   }
   await settleQuietly(ref, lease, token);
   return { action: "ack", reason: handled.handled ? "done" : "unhandled" };
-}
-
-/**
- * Forgets the lease of a settled delivery. A failure is only logged: the stored row already says
- * how it ended, and the lease's alarm requeues the delivery, whose next claim finds it settled.
- */
-async function settleQuietly(ref: DeliveryRef, lease: DurableObjectStub<DeliveryLease>, token: number): Promise<void> {
-  try {
-    await lease.settle(token);
-  } catch (error) {
-    console.error(`could not settle the lease of ${ref.source}/${ref.id}; its alarm will clear it:`, describeError(error));
-  }
 }
 
 function infrastructureFailure(ref: DeliveryRef, message: Message<unknown>, error: unknown): Extract<Outcome, { action: "retry" }> {

@@ -1,6 +1,6 @@
 /**
  * The store: every read and write of deliveries, behind one interface, in D1 (the default) or in
- * Postgres through Hyperdrive (README "Postgres (Hyperdrive)"). The receiver, the consumer, the
+ * Postgres through Hyperdrive (docs/postgres.md). The receiver, the consumer, the
  * sweeper, the admin API and the dashboard see only this; `openStore` (index.ts) picks the
  * implementation from the bindings, and nothing outside src/store knows which one runs.
  *
@@ -14,7 +14,7 @@
  * Times (`nowMs`) are passed in, so that tests and the sweeper decide the clock.
  */
 import type { DeliveryRef } from "../delivery-ref";
-import type { SqlStatement } from "../sql";
+import type { Effect } from "../sql";
 import type { RunTiming } from "./attempts";
 import type { Claimed } from "./claims";
 import type { DeliveryDetail, DeliveryStats, DeliverySummary } from "./deliveries";
@@ -24,11 +24,7 @@ import type { FailedFilter, ReplayState } from "./replay-state";
 import type { Overview } from "./snapshot";
 import type { RetentionResult, StrandedCutoffs } from "./sweeping";
 
-/**
- * A handler's effect: a portable statement (`sql`, src/sql.ts), or with D1 a prepared statement of
- * its own (`env.DB.prepare(…)`), which the Postgres store refuses.
- */
-export type Effect = SqlStatement | D1PreparedStatement;
+export type { Effect } from "../sql";
 
 /** The part of an execution context the store needs (Hono's and the runtime's types differ). */
 export interface WaitUntil {
@@ -67,8 +63,12 @@ export interface Store {
   commitDone(ref: DeliveryRef, token: number, done: { readonly handled: boolean; readonly effects: readonly Effect[]; readonly run?: RunTiming }, nowMs: number): Promise<CommitResult>;
   /** A retryable failure recorded, the run counted. False when the fence refused. */
   markRetrying(ref: DeliveryRef, token: number, error: string, nowMs: number, run?: RunTiming): Promise<boolean>;
-  /** A run cut short or deferred, not counted. False when the fence refused. */
-  markDeferred(ref: DeliveryRef, token: number, nowMs: number, run?: RunTiming, why?: string): Promise<boolean>;
+  /**
+   * A run cut short or deferred, not counted: how many deferrals in a row with this `why` the
+   * delivery's attempt history now shows (this one included; 1 after a different entry); 0 when the
+   * fence refused.
+   */
+  markDeferred(ref: DeliveryRef, token: number, nowMs: number, run?: RunTiming, why?: string): Promise<number>;
   /** Set aside as failed, the run counted. False when the fence refused. */
   markFailed(ref: DeliveryRef, token: number, error: string, nowMs: number, run?: RunTiming): Promise<boolean>;
   /** The order guard's read: the newest version applied for `entity`, or null (processing/order-guard.ts). */

@@ -10,7 +10,7 @@ import { SqlStatement } from "../../sql";
 import { deliveryStats, getDelivery } from "./admin";
 import { createBatcher, type StatementBatcher } from "./batcher";
 import { recordDeliveryGrouped } from "./group-commit";
-import { claimedDelivery, committedWith, isLeaseLost, markDeferred, markDone, markFailed, markRetrying, markTakeover, readClaim } from "./lifecycle";
+import { claimedDelivery, committedWith, isLeaseLost, markDeferred, markDone, markFailed, markRetrying, markTakeover, readClaim, requireDone } from "./lifecycle";
 import { findDeliveryById, listDeliveries } from "./listing";
 import { maintainOverview, readOverview } from "./overview";
 import { countFailed, replayState, resetFailedForReplay, resetForReplay } from "./replay";
@@ -72,7 +72,7 @@ export function d1Store(db: D1Database): Store {
     async commitDone(ref, token, { handled, effects, run }, nowMs) {
       let statements: D1PreparedStatement[];
       try {
-        statements = [markDone(db, ref, token, handled, nowMs, run), ...effects.map((effect) => d1Statement(db, effect))];
+        statements = [markDone(db, ref, token, handled, nowMs, run), requireDone(db, ref, token), ...effects.map((effect) => d1Statement(db, effect))];
       } catch (error) {
         // A statement D1 would not even prepare: the handler's, never going to work.
         return { kind: "refused", error, permanent: true };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkForwardSecret, checkForwardUrl, timeoutProblem } from "../../src/forwarding/destination";
+import { checkForwardSecret, checkForwardUrl, timeoutProblem } from "../../src/config/destination";
 
 describe("checkForwardUrl", () => {
   it("accepts https:// anywhere, and http:// for this machine only", () => {
@@ -8,7 +8,7 @@ describe("checkForwardUrl", () => {
     }
   });
 
-  it("names every host it accepts over http:// in its problem, as README does", () => {
+  it("names every host it accepts over http:// in its problem, as docs/forwarding.md does", () => {
     expect(checkForwardUrl("http://billing.example.com/")).toEqual({ ok: false, problem: "must be an absolute https:// URL (http:// only for localhost, *.localhost, 127.0.0.0/8 or [::1])" });
   });
 
