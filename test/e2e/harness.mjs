@@ -205,9 +205,9 @@ export class LocalInbox {
     return JSON.parse(stdout)[0].results;
   }
 
-  /** POSTs to the inbox. */
-  async post(path, body, headers = {}) {
-    const response = await fetch(`${this.url}${path}`, { method: "POST", body, headers });
+  /** POSTs to the inbox; `signal` may abort it (a provider's request timeout). */
+  async post(path, body, headers = {}, { signal } = {}) {
+    const response = await fetch(`${this.url}${path}`, { method: "POST", body, headers, signal });
     const text = await response.text();
     let json = null;
     try {
