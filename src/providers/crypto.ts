@@ -6,7 +6,7 @@ import { toHex } from "../hex";
 
 export { toHex };
 
-export type HashName = "SHA-256" | "SHA-1";
+export type HashName = "SHA-256" | "SHA-1" | "SHA-512";
 
 const encoder = new TextEncoder();
 
@@ -132,13 +132,18 @@ export function parseJson(body: Uint8Array): unknown {
   }
 }
 
-/** A string field of a JSON object at a dotted path (`data.object.id`), or null; a number as its digits. */
+/**
+ * A string field of a JSON object at a dotted path (`data.object.id`; `value.0.clientState` indexes
+ * an array), or null; a number or boolean as its text.
+ */
 export function jsonString(value: unknown, path: string): string | null {
   let current = value;
   for (const key of path.split(".")) {
-    if (current === null || typeof current !== "object" || Array.isArray(current)) return null;
-    current = (current as Record<string, unknown>)[key];
+    if (Array.isArray(current) && /^\d+$/.test(key)) current = current[Number(key)];
+    else if (current === null || typeof current !== "object" || Array.isArray(current)) return null;
+    else current = (current as Record<string, unknown>)[key];
   }
+  if (typeof current === "boolean") return String(current);
   if (typeof current === "string") return current;
   if (typeof current === "number" && Number.isFinite(current)) return String(current);
   if (typeof current === "bigint") return current.toString();

@@ -45,7 +45,7 @@ export interface HmacOptions extends ContentDedupOptions {
 }
 
 const PLACEHOLDER = /\{([A-Za-z_]+)\}/g;
-const DIGEST_BYTES: Record<HashName, number> = { "SHA-256": 32, "SHA-1": 20 };
+const DIGEST_BYTES: Record<HashName, number> = { "SHA-256": 32, "SHA-1": 20, "SHA-512": 64 };
 
 /** The template as literal text and `{body}`/`{timestamp}` markers; throws for a template that signs no body. */
 function compileTemplate(template: string, hasTimestamp: boolean): (string | "{body}" | "{timestamp}")[] {

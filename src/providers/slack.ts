@@ -45,7 +45,9 @@ export function slack(options: SlackOptions = {}): Provider {
       if (jsonString(envelope, "type") === "url_verification") {
         const challenge = jsonString(envelope, "challenge");
         if (challenge === null) return refuse("url_verification without a challenge");
-        return { ok: true, deliveryId: null, eventType: "url_verification", handshake: { challenge } };
+        // Answered as Slack documents it: the challenge echoed in a JSON object.
+        const handshake = { name: "url_verification", status: 200, contentType: "application/json", body: JSON.stringify({ challenge }) };
+        return { ok: true, deliveryId: null, eventType: "url_verification", handshake };
       }
       return {
         ok: true,
