@@ -64,10 +64,14 @@ export const eventGridValidation: Handshake = (input) => {
   return code === null ? null : jsonReply("SubscriptionValidationEvent", { validationResponse: code });
 };
 
-/** Discord's PING: an interaction of type 1 is answered `{"type":1}`; a Webhook Events PING (type 0) 204. */
+/**
+ * Discord's PING: an interaction of type 1 is answered `{"type":1}`; a Webhook Events PING (type 0)
+ * 204. A webhook event is type 1 too, but carries its `event`.
+ */
 export const discordPing: Handshake = (input) => {
   const type = jsonString(input.parsed, "type");
-  if (type === "1") return jsonReply("PING", { type: 1 });
+  const isEvent = input.parsed !== null && typeof input.parsed === "object" && "event" in input.parsed;
+  if (type === "1" && !isEvent) return jsonReply("PING", { type: 1 });
   if (type === "0") return { name: "PING", status: 204, body: "" };
   return null;
 };

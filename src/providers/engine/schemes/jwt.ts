@@ -62,6 +62,8 @@ export async function verifyJwtScheme(scheme: JwtScheme, parsed: Parsed, secrets
     } else matchedSecret = 0;
   }
   if (payload === null || matchedSecret < 0) return refused("signature mismatch");
+  // jose leaves a future `iat` alone: a token minted ahead would outlive its window.
+  if (typeof payload.iat === "number" && payload.iat > nowSeconds + 60) return refused("token issued in the future");
   if (scheme.claimSetting) {
     const expected = context.setting(scheme.claimSetting.setting);
     if (expected !== undefined && payload[scheme.claimSetting.claim] !== expected) return refused(`${scheme.claimSetting.claim} claim mismatch`);
