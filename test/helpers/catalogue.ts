@@ -45,6 +45,8 @@ export async function send(
 export interface Signed {
   headers: Record<string, string>;
   path?: string;
+  /** The body as sent, when the signer makes it (a signature inside the body). */
+  body?: string;
 }
 
 export interface ProviderCase {
@@ -82,9 +84,11 @@ export const randomBase64 = (bytes: number) => btoa(String.fromCharCode(...crypt
 export function providerCases(spec: ProviderCase): void {
   const vars = { [secretVarName(spec.source)]: spec.secret, ...spec.env };
   const signer = spec.signWith ?? spec.secret;
-  const post = (body: string, signed: Signed) => send(spec.source, { body, headers: signed.headers, path: signed.path, env: vars });
+  // A signer that puts the signature inside the body (Adyen, Mailgun, Graph) returns the body it made.
+  const sentOf = (body: string, signed: Signed) => signed.body ?? body;
+  const post = (body: string, signed: Signed) => send(spec.source, { body: sentOf(body, signed), headers: signed.headers, path: signed.path, env: vars });
   const storedBody = (body: string) => count(sql`SELECT COUNT(*) AS n FROM deliveries WHERE source = ${spec.source} AND body = ${new TextEncoder().encode(body)}`);
-  // A batch counts as stored once: when every event is a row holding its own bytes.
+  // A batch counts as stored when every event is a row holding its own bytes.
   const stored = async (body: string) => {
     if (!spec.events) return storedBody(body);
     const counts = await Promise.all(spec.events(body).map((event) => storedBody(event.bytes)));
@@ -92,52 +96,62 @@ export function providerCases(spec: ProviderCase): void {
   };
 
   it(`${spec.source}: stores a good delivery byte for byte, and answers duplicate to its replay`, async () => {
-    const body = spec.body();
-    const signed = await spec.sign(body, signer, nowSeconds());
+    const raw = spec.body();
+    const signed = await spec.sign(raw, signer, nowSeconds());
+    const body = sentOf(raw, signed);
     const first = await post(body, signed);
     expect(first.status, first.text).toBe(spec.okStatus ?? 200);
     expect(first.json?.status ?? "stored").toBe("stored");
     if (spec.events) {
-      for (const event of spec.events(body)) expect((await deliveryRow(spec.source, event.id))?.body).toEqual(new TextEncoder().encode(event.bytes));
+      for (const event of spec.events(body)) {
+        expect(await storedBody(event.bytes)).toBe(1);
+        if (event.id) expect((await deliveryRow(spec.source, event.id))?.body).toEqual(new TextEncoder().encode(event.bytes));
+      }
     } else if (spec.expectedId) {
       const id = spec.expectedId(body, signed);
       expect(first.json?.id).toBe(id);
       expect((await deliveryRow(spec.source, id))?.body).toEqual(new TextEncoder().encode(body));
     } else {
-      expect(await stored(body)).toBe(1);
+      expect(await storedBody(body)).toBe(1);
     }
     const again = await post(body, signed);
     expect(again.status).toBe(spec.okStatus ?? 200);
     expect(again.json?.status ?? "duplicate").toBe("duplicate");
-    expect(await stored(body)).toBe(spec.expectedId ? 1 : 1);
+    expect(await stored(body)).toBe(1);
   });
 
   it(`${spec.source}: refuses a forged signature and stores nothing`, async () => {
-    const body = spec.body();
-    const signed = spec.forge(await spec.sign(body, signer, nowSeconds()));
-    expect((await post(body, signed)).status).toBe(401);
+    const raw = spec.body();
+    const signed = await spec.sign(raw, signer, nowSeconds());
+    const forged = spec.forge(signed);
+    const body = sentOf(raw, forged);
+    expect((await post(body, forged)).status).toBe(401);
     expect(await stored(body)).toBe(0);
   });
 
   it(`${spec.source}: refuses a delivery signed with another secret`, async () => {
-    const body = spec.body();
-    const signed = await spec.sign(body, spec.wrongSigner ?? `${spec.secret}-not-ours`, nowSeconds());
+    const raw = spec.body();
+    const signed = await spec.sign(raw, spec.wrongSigner ?? `${spec.secret}-not-ours`, nowSeconds());
+    const body = sentOf(raw, signed);
     expect((await post(body, signed)).status).toBe(401);
     expect(await stored(body)).toBe(0);
   });
 
   it(`${spec.source}: refuses a tampered signed field`, async () => {
-    const body = spec.body();
-    const tampered = spec.tamper(body, await spec.sign(body, signer, nowSeconds()));
-    expect((await post(tampered.body, tampered.signed)).status).toBe(401);
+    const raw = spec.body();
+    const signed = await spec.sign(raw, signer, nowSeconds());
+    const tampered = spec.tamper(sentOf(raw, signed), signed);
+    const request = { ...tampered.signed, body: tampered.body };
+    expect((await post(tampered.body, request)).status).toBe(401);
     expect(await stored(tampered.body)).toBe(0);
   });
 
   if (spec.timestamped) {
     it(`${spec.source}: refuses a stale timestamp, and one from the future`, async () => {
       for (const at of [nowSeconds() - 3_600, nowSeconds() + 3_600]) {
-        const body = spec.body();
-        const answer = await post(body, await spec.sign(body, signer, at));
+        const raw = spec.body();
+        const signed = await spec.sign(raw, signer, at);
+        const answer = await post(sentOf(raw, signed), signed);
         expect(answer.status).toBe(401);
         expect(answer.json?.message).toMatch(/timestamp|expired|token/);
       }
