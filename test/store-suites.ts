@@ -14,6 +14,7 @@ export const BOTH_STORES: readonly string[] = [
   "test/admin/metrics.test.ts",
   "test/admin/replay-lease-faults.test.ts",
   "test/admin/replay.test.ts",
+  "test/admin/sources.test.ts",
   "test/admin/stats.test.ts",
   "test/forwarding/handlers.test.ts",
   "test/forwarding/limit.test.ts",

@@ -79,6 +79,7 @@ receiver.all("/webhooks/:source", async (c) => {
     throw error;
   });
   if (!verification.ok) throw new ApiError(401, "invalid_signature", `signature verification failed: ${verification.reason}`);
+  if ((verification.matchedSecret ?? 0) > 0) notePreviousSecret(c.env, c.executionCtx, sourceName);
   if (verification.handshake) return answerHandshake(c, sourceName, verification.handshake, context.testHosts);
   if (verification.lifecycle) return answerLifecycle(c, sourceName, verification.lifecycle);
 
@@ -128,6 +129,23 @@ receiver.all("/webhooks/:source", async (c) => {
   }
   return c.json({ status: outcomes[0], source: sourceName, id: ids[0] });
 });
+
+/** When each source's previous secret was last noted by this isolate: at most one write a minute per source. */
+const previousSecretNoted = new Map<string, number>();
+const NOTE_EVERY_MS = 60_000;
+
+/**
+ * Notes, after the answer, that a source's previous secret verified a delivery: the admin API's
+ * sources then show whether a rotation can be finished. A failed note is logged, never fatal.
+ */
+function notePreviousSecret(env: Env, ctx: { waitUntil(promise: Promise<unknown>): void }, source: string): void {
+  const nowMs = Date.now();
+  if (nowMs - (previousSecretNoted.get(source) ?? 0) < NOTE_EVERY_MS) return;
+  previousSecretNoted.set(source, nowMs);
+  ctx.waitUntil(openStore(env).notePreviousSecret(source, nowMs).catch((error: unknown) => {
+    console.error(`source ${source}: could not note the previous secret's use:`, error instanceof Error ? error.message : String(error));
+  }));
+}
 
 /** The URL the provider called: behind a proxy or custom domain, PUBLIC_BASE_URL says what it was. */
 function publicUrl(requestUrl: string, publicBaseUrl: string | undefined): string {

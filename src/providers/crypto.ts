@@ -169,10 +169,25 @@ export async function matchesAnySecret(
   received: readonly Uint8Array[],
   parts: readonly (string | Uint8Array)[],
 ): Promise<boolean> {
-  let matched = false;
-  for (const secret of secrets) {
+  return (await matchingSecret(hash, secrets, received, parts)) >= 0;
+}
+
+/** The index of the first of `secrets` that `received` matches, or -1; every secret is tried (timing). */
+export async function matchingSecret(
+  hash: HashName,
+  secrets: readonly (string | Uint8Array)[],
+  received: readonly Uint8Array[],
+  parts: readonly (string | Uint8Array)[],
+): Promise<number> {
+  let matched = -1;
+  for (const [index, secret] of secrets.entries()) {
     const expected = await hmac(hash, secret, ...parts);
-    for (const candidate of received) if (timingSafeEqual(candidate, expected)) matched = true;
+    for (const candidate of received) if (timingSafeEqual(candidate, expected) && matched < 0) matched = index;
   }
   return matched;
+}
+
+/** `{ matchedSecret }` when a secret other than the current one verified (a rotation), else nothing. */
+export function rotated(index: number): { matchedSecret?: number } {
+  return index > 0 ? { matchedSecret: index } : {};
 }

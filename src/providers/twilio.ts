@@ -15,7 +15,7 @@
  * same captured request with its parameters reordered or re-encoded (`+` for `%20`), which still
  * verifies, would be new bytes and slip past as a new delivery.
  */
-import { fromBase64, MAX_SIGNATURE_HEADER_LENGTH, matchesAnySecret, sha256, timingSafeEqualText, toHex } from "./crypto";
+import { fromBase64, MAX_SIGNATURE_HEADER_LENGTH, matchingSecret, rotated, sha256, timingSafeEqualText, toHex } from "./crypto";
 
 const encoder = new TextEncoder();
 import { refuse, type ContentDedupOptions, type Provider, type SignedRequest, type Verification } from "./types";
@@ -67,6 +67,8 @@ export function twilio(options: ContentDedupOptions = {}): Provider {
   const dedupeOnContent = options.dedupeOnContent ?? true;
   return {
     kind: "twilio",
+    grade: { bodySigned: true, timestampSigned: false, deliveryIdSigned: false, secretInClear: false },
+    dedupKey: "`I-Twilio-Idempotency-Token` (not signed) and the digest of the canonical signed content (URL, sorted parameters)",
     signsDeliveryId: false,
     async verify(request: SignedRequest, secrets: readonly string[]): Promise<Verification> {
       const header = request.headers.get("x-twilio-signature");
@@ -86,14 +88,16 @@ export function twilio(options: ContentDedupOptions = {}): Provider {
         return refuse("a body that is not a form needs a bodySHA256 URL parameter");
       }
       const signedText = parameters.map(([name, value]) => name + value).join("");
-      let matched = false;
+      let matched = -1;
       for (const url of urlVariants(request.url)) {
-        if (await matchesAnySecret("SHA-1", secrets, [signature], [url, signedText])) matched = true;
+        const index = await matchingSecret("SHA-1", secrets, [signature], [url, signedText]);
+        if (index >= 0 && (matched < 0 || index < matched)) matched = index;
       }
-      if (!matched) return refuse("signature mismatch");
+      if (matched < 0) return refuse("signature mismatch");
       const digest = await canonicalDigest(request.url, parameters, signedBodyHash === null ? null : bodyHash);
       return {
         ok: true,
+        ...rotated(matched),
         deliveryId: request.headers.get("i-twilio-idempotency-token") || toHex(digest),
         eventType: null,
         ...(dedupeOnContent ? { contentDigest: digest } : {}),

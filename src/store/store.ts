@@ -95,6 +95,12 @@ export interface Store {
   resetForReplay(ref: DeliveryRef, from: readonly ("failed" | "done")[], nowMs: number): Promise<boolean>;
   resetFailedForReplay(filter: FailedFilter, limit: number, nowMs: number): Promise<DeliveryRef[]>;
   countFailed(filter: FailedFilter): Promise<number>;
+
+  // Rotation (the receiver and the admin API's sources).
+  /** Notes that a source's previous secret verified a delivery at `nowMs`. */
+  notePreviousSecret(source: string, nowMs: number): Promise<void>;
+  /** When each source's previous secret last verified a delivery (ISO time), by source. */
+  previousSecretUses(): Promise<Record<string, string>>;
 }
 
 /**

@@ -138,8 +138,14 @@ describe("providers whose id is signed", () => {
     for (const id of ids) expect((await post("standard", body, standardHeaders(body, { id }))).json).toEqual({ status: "stored", source: "standard", id });
   });
 
-  it.each(Object.entries(SOURCES))("%s declares whether its id is signed", (name, provider) => {
+  it.each(Object.entries(SOURCES))("%s declares whether its id is signed, as its security grade says", (name, provider) => {
     const unsigned = ["github", "shopify", "gitlab", "twilio"];
-    expect(provider.signsDeliveryId).toBe(!unsigned.includes(name));
+    if (unsigned.includes(name)) expect(provider.signsDeliveryId).toBe(false);
+    if (["stripe", "slack", "standard", "svix"].includes(name)) expect(provider.signsDeliveryId).toBe(true);
+    expect(provider.signsDeliveryId).toBe(provider.grade!.deliveryIdSigned);
+  });
+
+  it.each(["jira", "bitbucket", "linear", "sentry", "gitea", "mailgun", "pubsub", "eventgrid", "graph", "postmark", "dropbox"])("%s's id is not signed", (name) => {
+    expect(SOURCES[name]!.signsDeliveryId).toBe(false);
   });
 });

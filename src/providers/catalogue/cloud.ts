@@ -51,6 +51,9 @@ export const sns = () =>
     },
     deliveryId: { json: "MessageId" },
     eventType: { json: "Subject" },
+    // The canonical string signs MessageId, Message, Subject, Timestamp, TopicArn and Type: every
+    // field that matters, not the body's bytes (whitespace, field order, unsigned extras).
+    gradeOverride: { deliveryIdSigned: true },
     handshakes: [snsConfirmation(SNS_HOSTS)],
     lifecycle: ({ parsed }) => (jsonString(parsed, "Type") === "UnsubscribeConfirmation" ? { kind: "UnsubscribeConfirmation", detail: jsonString(parsed, "TopicArn") ?? "" } : null),
     dedupKey: "body `MessageId` (signed, kept on SNS's retries)",

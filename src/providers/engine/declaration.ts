@@ -5,7 +5,7 @@
  *
  * A newcomer adds a provider by copying a declaration from src/providers/catalogue/ and its test.
  */
-import type { HandshakeReply, SignedRequest, VerifyContext } from "../types";
+import type { HandshakeReply, SecurityGrade, SignedRequest, VerifyContext } from "../types";
 
 /** Where a value comes from. `header` may name several spellings, the first present wins. */
 export type ValueSpec =
@@ -179,6 +179,11 @@ export interface ProviderDeclaration {
   readonly credentialHeaders?: readonly string[];
   /** The fixed answer to every accepted delivery (Adyen `[accepted]`). */
   readonly acceptReply?: { readonly status: number; readonly contentType?: string; readonly body: string };
+  /**
+   * What the grade cannot read off a template given as a function (SNS's canonical fields cover
+   * its `MessageId`): set here, and said why in the declaration.
+   */
+  readonly gradeOverride?: Partial<SecurityGrade>;
   /**
    * Deduplicate on the signed content's digest too. Default: on when the delivery id is not signed
    * (a captured request resent under a fresh id is then a duplicate), off otherwise.

@@ -4,7 +4,7 @@
  * or lifecycle message of a verified request; the events of a batch; the delivery id, event type
  * and content digest. The security grade is read off the declaration, never written by hand.
  */
-import { concat, parseJson, sha256, toHex } from "../crypto";
+import { concat, parseJson, rotated, sha256, toHex } from "../crypto";
 import type { BatchEvent, Provider, SecurityGrade, SignedRequest, Verification, VerifyContext } from "../types";
 import { refuse } from "../types";
 import { splitArray } from "./batch";
@@ -75,7 +75,7 @@ export function gradeOf(declaration: ProviderDeclaration): SecurityGrade {
       : "derive" in idSpec
       ? body !== false && idSpec.derive.every((part) => part === "body" || (part === "timestamp" ? timestampSigned : valueSigned(part, scheme, body)))
       : valueSigned(idSpec, scheme, body);
-  return { bodySigned: body, timestampSigned, deliveryIdSigned, secretInClear: scheme.kind === "shared-secret" || scheme.kind === "url-secret" };
+  return { bodySigned: body, timestampSigned, deliveryIdSigned, secretInClear: scheme.kind === "shared-secret" || scheme.kind === "url-secret", ...declaration.gradeOverride };
 }
 
 /**
@@ -129,14 +129,14 @@ export function defineProvider(declaration: ProviderDeclaration): Provider {
       if (failed && !failed.ok) return refuse(failed.reason);
       const first = results[0]!;
       if (!first.ok) return refuse(first.reason);
-      const verified = { ...input, matchedSecret: first.matchedSecret };
+      const verified = { ...input, ...rotated(first.matchedSecret) };
 
       for (const handshake of declaration.handshakes ?? []) {
         const reply = await handshake(verified);
-        if (reply) return { ok: true, deliveryId: null, eventType: null, handshake: reply, matchedSecret: first.matchedSecret };
+        if (reply) return { ok: true, deliveryId: null, eventType: null, handshake: reply, ...rotated(first.matchedSecret) };
       }
       const lifecycle = declaration.lifecycle?.(verified);
-      if (lifecycle) return { ok: true, deliveryId: null, eventType: lifecycle.kind, lifecycle, matchedSecret: first.matchedSecret };
+      if (lifecycle) return { ok: true, deliveryId: null, eventType: lifecycle.kind, lifecycle, ...rotated(first.matchedSecret) };
 
       if (batch && items) {
         const events: BatchEvent[] = [];
@@ -150,7 +150,7 @@ export function defineProvider(declaration: ProviderDeclaration): Provider {
             ...(dedupeOnContent ? { contentDigest: await sha256(concat(["event\u0000", bytes])) } : {}),
           });
         }
-        return { ok: true, deliveryId: null, eventType: null, events, matchedSecret: first.matchedSecret };
+        return { ok: true, deliveryId: null, eventType: null, events, ...rotated(first.matchedSecret) };
       }
       const deliveryId = plainId ?? (await deliveryIdOf(declaration.deliveryId, parsed, first.timestamp));
       // The whole signed content (with a signed timestamp, a provider's new attempt differs; Mailgun's
@@ -161,7 +161,7 @@ export function defineProvider(declaration: ProviderDeclaration): Provider {
         ok: true,
         deliveryId,
         eventType: declaration.eventType ? readValue(declaration.eventType, parsed) : null,
-        matchedSecret: first.matchedSecret,
+        ...rotated(first.matchedSecret),
         ...(dedupeOnContent ? { contentDigest: await sha256(digestOf) } : {}),
       };
     },
