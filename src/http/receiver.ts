@@ -12,7 +12,7 @@
  * once instead of swallowed (the answer says `replayed`).
  */
 import { Hono } from "hono";
-import { replayDelivery } from "./admin/replayer";
+import { replayIfFailed } from "./admin/replayer";
 import { enqueueSoon } from "../processing/enqueue";
 import { ensureSweepHeartbeat } from "../processing/sweeper";
 import { testHosts } from "../providers/engine/outbound";
@@ -106,8 +106,7 @@ receiver.all("/webhooks/:source", async (c) => {
         // A copy of a delivery that ended failed here: the provider redelivers it on purpose (a
         // user fixed the handler and pressed "redeliver"), so it runs once more. A failed row is
         // put back only once: the store's reset is one UPDATE … WHERE status = 'failed'.
-        const replay = await replayDelivery(c.env, { source: sourceName, id: delivery.id }, { force: false });
-        return replay.kind === "replayed" ? "replayed" : outcome;
+        return (await replayIfFailed(c.env, { source: sourceName, id: delivery.id })) ? "replayed" : outcome;
       }),
     );
   } catch (error) {

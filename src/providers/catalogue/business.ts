@@ -16,7 +16,6 @@ export const hubspot = () =>
       signed: "{method}{url}{body}{timestamp}",
       timestamp: { from: { header: "x-hubspot-request-timestamp" }, unit: "milliseconds" },
     },
-    deliveryId: { derive: [] },
     batch: {
       path: "",
       // HubSpot says `eventId` alone is not guaranteed unique: with the subscription, object and time it is.

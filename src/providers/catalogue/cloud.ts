@@ -69,7 +69,6 @@ export const eventgrid = () =>
     name: "eventgrid",
     docs: "https://learn.microsoft.com/en-us/azure/event-grid/webhook-event-delivery",
     scheme: { kind: "url-secret", query: "key" },
-    deliveryId: { derive: [] },
     batch: { path: "", deliveryId: { json: "id" }, eventType: { json: "eventType" } },
     methods: ["OPTIONS"],
     unsignedHandshakes: [
@@ -117,7 +116,6 @@ export const graph = () =>
     name: "graph",
     docs: "https://learn.microsoft.com/en-us/graph/change-notifications-delivery-webhooks",
     scheme: { kind: "shared-secret", from: { json: "clientState" } },
-    deliveryId: { derive: [] },
     batch: { path: "value", verifyEach: true, deliveryId: { derive: ["body"] }, eventType: { json: "changeType" } },
     unsignedHandshakes: [queryEcho("validationToken", "POST")],
     lifecycle: ({ parsed }) => {

@@ -94,7 +94,6 @@ export const sendgrid = () =>
       signed: "{timestamp}{body}",
       timestamp: { from: { header: "x-twilio-email-event-webhook-timestamp" }, unit: "seconds" },
     },
-    deliveryId: { derive: [] },
     batch: { path: "", deliveryId: { json: "sg_event_id" }, eventType: { json: "event" } },
     dedupKey: "per event: `sg_event_id` (signed)",
   });

@@ -72,7 +72,6 @@ export const adyen = () =>
       signed: "{json:pspReference}:{json:originalReference}:{json:merchantAccountCode}:{json:merchantReference}:{json:amount.value}:{json:amount.currency}:{json:eventCode}:{json:success}",
       bodySigned: "partly",
     },
-    deliveryId: { derive: [] },
     batch: {
       path: "notificationItems",
       item: "NotificationRequestItem",

@@ -163,7 +163,8 @@ export interface ProviderDeclaration {
   /** The provider's documentation of its signature. */
   readonly docs: string;
   readonly scheme: Scheme;
-  readonly deliveryId: IdSpec;
+  /** The delivery id; for a batch, each event's (`batch.deliveryId`) instead. */
+  readonly deliveryId?: IdSpec;
   readonly eventType?: ValueSpec;
   /** The dedup key in words (for the docs table): `body id`, `X-Request-UUID + content digest`, … */
   readonly dedupKey: string;

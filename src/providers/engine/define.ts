@@ -68,7 +68,7 @@ export function gradeOf(declaration: ProviderDeclaration): SecurityGrade {
     scheme.kind === "jwt" ||
     (("timestamp" in scheme && scheme.timestamp !== undefined) &&
       ((signedTemplate(scheme) ?? "").includes("{timestamp}") || (scheme.timestamp.from !== "signature" && valueSigned(scheme.timestamp.from, scheme, body))));
-  const idSpec = declaration.batch?.deliveryId ?? declaration.deliveryId;
+  const idSpec = declaration.batch?.deliveryId ?? declaration.deliveryId ?? "per-request";
   const deliveryIdSigned =
     idSpec === "per-request"
       ? false
@@ -90,8 +90,10 @@ export function gradeOf(declaration: ProviderDeclaration): SecurityGrade {
  */
 export function defineProvider(declaration: ProviderDeclaration): Provider {
   if ("signed" in declaration.scheme) checkTemplate(declaration.scheme.signed);
+  const declaredId = declaration.deliveryId ?? declaration.batch?.deliveryId;
+  if (declaredId === undefined) throw new TypeError(`${declaration.name}: a declaration needs a deliveryId (or a batch with one)`);
   const grade = gradeOf(declaration);
-  const dedupeOnContent = declaration.dedupeOnContent ?? (!grade.deliveryIdSigned && declaration.deliveryId !== "per-request");
+  const dedupeOnContent = declaration.dedupeOnContent ?? (!grade.deliveryIdSigned && declaredId !== "per-request");
   const credentialHeaders = [...(declaration.credentialHeaders ?? [])];
   const { scheme } = declaration;
   if (scheme.kind === "shared-secret" && scheme.from !== "basic" && "header" in scheme.from) credentialHeaders.push(scheme.from.header);
@@ -111,7 +113,7 @@ export function defineProvider(declaration: ProviderDeclaration): Provider {
         if (reply) return { ok: true, deliveryId: null, eventType: null, handshake: reply };
       }
       if ((request.method ?? "POST") !== "POST") return refuse(`${request.method} is only for this provider's handshake`);
-      const idSpec = declaration.deliveryId;
+      const idSpec = declaredId;
       const plainId = idSpec === "per-request" || "derive" in idSpec ? null : readValue(idSpec, parsed);
       const batch = declaration.batch;
       const items = batch ? splitArray(request.body, batch.path) : null;
@@ -152,7 +154,7 @@ export function defineProvider(declaration: ProviderDeclaration): Provider {
         }
         return { ok: true, deliveryId: null, eventType: null, events, ...rotated(first.matchedSecret) };
       }
-      const deliveryId = plainId ?? (await deliveryIdOf(declaration.deliveryId, parsed, first.timestamp));
+      const deliveryId = plainId ?? (await deliveryIdOf(idSpec, parsed, first.timestamp));
       // The whole signed content (with a signed timestamp, a provider's new attempt differs; Mailgun's
       // timestamp and token alone, so a replay with another body is caught too); the body where the
       // scheme signs no content (a token).
