@@ -6,3 +6,16 @@ CREATE TABLE source_secrets (
   source              TEXT NOT NULL PRIMARY KEY,
   previous_matched_at TEXT NOT NULL
 ) WITHOUT ROWID;
+
+-- Provider messages that are not deliveries, counted apart (src/http/handshake.ts): lifecycle messages
+-- (Twitch revocation, Graph reauthorizationRequired/missed, SNS UnsubscribeConfirmation) and handshakes
+-- with an outbound step (SNS SubscriptionConfirmation, confirmed). One row per source and kind: how many,
+-- when the last one came, and what it said (signed text from the provider, shown escaped).
+CREATE TABLE provider_messages (
+  source      TEXT NOT NULL,
+  kind        TEXT NOT NULL,
+  count       INTEGER NOT NULL,
+  last_at     TEXT NOT NULL,
+  last_detail TEXT NOT NULL,
+  PRIMARY KEY (source, kind)
+) WITHOUT ROWID;

@@ -1,12 +1,14 @@
 /**
  * The receiver's answers that are not "stored": a handshake's exact reply (status, content type,
  * body, headers), after its follow-up ran (SNS's SubscribeURL, fetched only from an allow-listed
- * host), and a provider's lifecycle message, which is logged and answered but never stored as a
- * delivery nor run through a handler.
+ * host, then counted as a provider message so that a user sees it happened), and a provider's
+ * lifecycle message, which is counted apart (`provider_messages`, shown by `GET /admin/sources`),
+ * logged and answered, but never stored as a delivery nor run through a handler.
  */
 import type { Context } from "hono";
 import { fetchAllowed, isAllowedUrl } from "../providers/engine/outbound";
 import type { HandshakeReply } from "../providers/types";
+import { openStore, type ProviderMessage } from "../store";
 import { ApiError } from "./errors";
 import type { AppEnv } from "./types";
 
@@ -20,16 +22,32 @@ export async function answerHandshake(c: Context<AppEnv>, source: string, reply:
       console.error(`source ${source}: ${reply.name} follow-up failed (${response ? response.status : "unreachable"})`);
       throw new ApiError(502, "confirmation_failed", "the subscription could not be confirmed; send it again");
     }
-    // Logged so that the confirmation shows in `wrangler tail` and Workers Logs (never the URL's token).
-    console.log(`source ${source}: ${reply.name} confirmed at ${new URL(url).host}`);
+    // Logged and counted so that the confirmation shows (never the URL's token: only its host).
+    const detail = `confirmed at ${new URL(url).host}`;
+    console.log(`source ${source}: ${reply.name} ${detail}`);
+    await recordMessage(c, { source, kind: reply.name, detail });
   }
   const headers: Record<string, string> = { ...(reply.headers ?? {}) };
   if (reply.contentType) headers["Content-Type"] = reply.contentType;
   return new Response(reply.status === 204 ? null : reply.body, { status: reply.status, headers });
 }
 
-/** A lifecycle message: logged and answered 200; no delivery, no handler. */
-export function answerLifecycle(c: Context<AppEnv>, source: string, lifecycle: { kind: string; detail: string }): Response {
-  console.log(`source ${source}: lifecycle ${lifecycle.kind}: ${lifecycle.detail}`);
+/** Longest detail kept of a provider message (signed text, but text a provider chose). */
+const MAX_DETAIL = 500;
+
+/** Counts a provider message; a store failure is 503, so the provider sends it again. */
+async function recordMessage(c: Context<AppEnv>, message: ProviderMessage): Promise<void> {
+  try {
+    await openStore(c.env).recordProviderMessage({ ...message, detail: message.detail.slice(0, MAX_DETAIL) }, Date.now());
+  } catch (error) {
+    console.error(`store failed for ${message.source}:`, error instanceof Error ? error.message : String(error));
+    throw new ApiError(503, "store_unavailable", "the message could not be recorded; retry later");
+  }
+}
+
+/** A lifecycle message: counted apart, logged and answered 200; no delivery, no handler. */
+export async function answerLifecycle(c: Context<AppEnv>, source: string, lifecycle: { kind: string; detail: string }): Promise<Response> {
+  await recordMessage(c, { source, kind: lifecycle.kind, detail: lifecycle.detail });
+  console.log(`source ${source}: lifecycle ${lifecycle.kind}`);
   return c.json({ status: "lifecycle", source, kind: lifecycle.kind });
 }

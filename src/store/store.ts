@@ -20,6 +20,7 @@ import type { Claimed } from "./claims";
 import type { DeliveryDetail, DeliveryStats, DeliverySummary } from "./deliveries";
 import type { ListingPage, ListingQuery } from "./listing-query";
 import type { NewDelivery, RecordOutcome } from "./new-delivery";
+import type { ProviderMessage, ProviderMessageCount } from "./provider-messages";
 import type { FailedFilter, ReplayState } from "./replay-state";
 import type { Overview } from "./snapshot";
 import type { RetentionResult, StrandedCutoffs } from "./sweeping";
@@ -101,6 +102,9 @@ export interface Store {
   notePreviousSecret(source: string, nowMs: number): Promise<void>;
   /** When each source's previous secret last verified a delivery (ISO time), by source. */
   previousSecretUses(): Promise<Record<string, string>>;
+  /** Counts a provider message that is not a delivery (provider-messages.ts). */
+  recordProviderMessage(message: ProviderMessage, nowMs: number): Promise<void>;
+  providerMessages(): Promise<ProviderMessageCount[]>;
 }
 
 /**

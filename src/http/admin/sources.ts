@@ -1,7 +1,8 @@
 /**
  * `GET /admin/sources`: every configured source with its provider's security grade (is the body
  * signed, a timestamp signed and checked both ways, the delivery id signed, the secret sent in the
- * clear), its dedup key, whether its secret is set, and whether a rotation is in progress: the
+ * clear), its dedup key, whether its secret is set, the provider messages that are not deliveries
+ * (lifecycle messages, a confirmed subscription), counted apart, and whether a rotation is in progress: the
  * previous secret set, and when it last verified a delivery (while that is recent, the provider
  * still signs with the old secret, and `_PREVIOUS` must stay).
  */
@@ -29,6 +30,9 @@ const SourcesSchema = z
         grade: GradeSchema.nullable(),
         dedupKey: z.string().nullable(),
         configured: z.boolean(),
+        messages: z
+          .array(z.object({ kind: z.string(), count: z.number().int(), lastAt: z.string(), lastDetail: z.string() }))
+          .openapi({ description: "provider messages that are not deliveries (lifecycle messages, confirmed subscriptions), counted apart" }),
         rotation: z.object({
           inProgress: z.boolean().openapi({ description: "the previous secret is set" }),
           previousLastMatchedAt: z.string().nullable().openapi({ description: "when the previous secret last verified a delivery (noted at most once a minute)" }),
@@ -50,7 +54,8 @@ const sourcesRoute = createRoute({
 });
 
 export const sourceRoutes = adminRouter().openapi(sourcesRoute, async (c) => {
-  const uses = await openStore(c.env).previousSecretUses();
+  const store = openStore(c.env);
+  const [uses, messages] = await Promise.all([store.previousSecretUses(), store.providerMessages()]);
   const vars = c.env as unknown as Record<string, unknown>;
   const sources = Object.entries(SOURCES).map(([source, provider]) => {
     const previous = vars[previousSecretVarName(source)];
@@ -60,6 +65,7 @@ export const sourceRoutes = adminRouter().openapi(sourcesRoute, async (c) => {
       grade: provider.grade ?? null,
       dedupKey: provider.dedupKey ?? null,
       configured: secretsFor(c.env, source).length > 0,
+      messages: messages.filter((message) => message.source === source).map(({ kind, count, lastAt, lastDetail }) => ({ kind, count, lastAt, lastDetail })),
       rotation: { inProgress: typeof previous === "string" && previous.length > 0, previousLastMatchedAt: uses[source] ?? null },
     };
   });

@@ -15,7 +15,7 @@ import { findDeliveryById, listDeliveries } from "./listing";
 import { maintainOverview, readOverview } from "./overview";
 import { countFailed, replayState, resetFailedForReplay, resetForReplay } from "./replay";
 import type { Effect, Store } from "../store";
-import { notePreviousSecret, previousSecretUses } from "./secrets";
+import { notePreviousSecret, previousSecretUses, providerMessages, recordProviderMessage } from "./secrets";
 import { applyRetention, takeStranded } from "./sweep";
 
 /**
@@ -114,5 +114,7 @@ export function d1Store(db: D1Database): Store {
     countFailed: (filter) => countFailed(db, filter),
     notePreviousSecret: (source, nowMs) => notePreviousSecret(db, source, nowMs),
     previousSecretUses: () => previousSecretUses(db),
+    recordProviderMessage: (message, nowMs) => recordProviderMessage(db, message, nowMs),
+    providerMessages: () => providerMessages(db),
   };
 }

@@ -7,11 +7,14 @@ import { describe, expect, it } from "vitest";
 import { sql } from "../../../src/sql";
 import { backendCalls, planBackend } from "../../helpers/forward-backend";
 import { send } from "../../helpers/catalogue";
+import { admin } from "../../admin/client";
 import { count } from "../../helpers/store-db";
 import { b64, ed25519Pair, ed25519Sign, hexOf, rsaSign, throwAwayChain, withHash } from "../../helpers/test-keys";
 
 const uuid = () => crypto.randomUUID();
 const now = () => Math.floor(Date.now() / 1000);
+/** The provider messages of `source`, counted apart, as GET /admin/sources shows them. */
+const messagesOf = async (source: string) => ((await admin("/sources")).json.sources as { source: string; messages: { kind: string; count: number; lastDetail: string }[] }[]).find((entry) => entry.source === source)!.messages;
 const rowsOf = (source: string) => count(sql`SELECT COUNT(*) AS n FROM deliveries WHERE source = ${source}`);
 
 describe("handshakes", () => {
@@ -49,6 +52,7 @@ describe("handshakes", () => {
     const answer = await send("graph", { body, env: { GRAPH_WEBHOOK_SECRET: "state" } });
     expect(answer.json).toMatchObject({ status: "lifecycle", kind: "reauthorizationRequired" });
     expect(await rowsOf("graph")).toBe(before);
+    expect(await messagesOf("graph")).toEqual([expect.objectContaining({ kind: "reauthorizationRequired", count: 1 })]);
   });
 
   const twitchHeaders = (body: string, type: string, secret = "twitch-eventsub-secret") => {
@@ -73,6 +77,7 @@ describe("handshakes", () => {
     const answer = await send("twitch", { body, headers: twitchHeaders(body, "revocation"), env: twitchEnv });
     expect(answer.json).toMatchObject({ status: "lifecycle", kind: "revocation" });
     expect(await rowsOf("twitch")).toBe(before);
+    expect(await messagesOf("twitch")).toEqual([expect.objectContaining({ kind: "revocation", count: 1, lastDetail: "channel.follow authorization_revoked" })]);
   });
 
   it("Zoom: answers endpoint.url_validation with plainToken and its hex HMAC under the secret token", async () => {
@@ -124,6 +129,8 @@ describe("handshakes", () => {
     const { calls } = await backendCalls(subscribePath);
     expect(calls.map((call) => [call.method, call.url])).toEqual([["GET", `${subscribePath}?Action=ConfirmSubscription&Token=2336412f37`]]);
     expect(await rowsOf("sns")).toBe(before);
+    // Counted apart, so that a user sees it happened: the host only, never the URL's token.
+    expect(await messagesOf("sns")).toEqual([expect.objectContaining({ kind: "SubscriptionConfirmation", count: 1, lastDetail: `confirmed at ${new URL(subscribeUrl).host}` })]);
     // The same confirmation unsigned (another key) is refused, and nothing is fetched.
     const forged = body.replace(/"Signature":"[^"]+"/, `"Signature":"${b64(new Uint8Array(256))}"`);
     expect((await send("sns", { body: forged, env })).status).toBe(401);
