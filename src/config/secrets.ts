@@ -34,3 +34,14 @@ export function secretsFor(env: object, source: string): string[] {
     (secret): secret is string => typeof secret === "string" && secret.length > 0,
   );
 }
+
+/**
+ * A source's second value, `<SOURCE>_WEBHOOK_<WHAT>` (Meta's `VERIFY_TOKEN`, Pub/Sub's
+ * `SERVICE_ACCOUNT`, a `CA_PEM`), verbatim, or undefined when unset or empty.
+ * @example
+ * settingFor({ META_WEBHOOK_VERIFY_TOKEN: "t0k" }, "meta", "VERIFY_TOKEN"); // "t0k"
+ */
+export function settingFor(env: object, source: string, what: string): string | undefined {
+  const value = (env as Record<string, unknown>)[`${sourceVarPrefix(source)}_WEBHOOK_${what}`];
+  return typeof value === "string" && value.length > 0 ? value : undefined;
+}

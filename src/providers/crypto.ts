@@ -6,7 +6,7 @@ import { toHex } from "../hex";
 
 export { toHex };
 
-export type HashName = "SHA-256" | "SHA-1";
+export type HashName = "SHA-256" | "SHA-1" | "SHA-512";
 
 const encoder = new TextEncoder();
 
@@ -108,13 +108,18 @@ export function parseJson(body: Uint8Array): unknown {
   }
 }
 
-/** A string field of a JSON object at a dotted path (`data.object.id`), or null; a number as its digits. */
+/**
+ * A string field of a JSON object at a dotted path (`data.object.id`; `value.0.clientState` indexes
+ * an array), or null; a number or boolean as its text.
+ */
 export function jsonString(value: unknown, path: string): string | null {
   let current = value;
   for (const key of path.split(".")) {
-    if (current === null || typeof current !== "object" || Array.isArray(current)) return null;
-    current = (current as Record<string, unknown>)[key];
+    if (Array.isArray(current) && /^\d+$/.test(key)) current = current[Number(key)];
+    else if (current === null || typeof current !== "object" || Array.isArray(current)) return null;
+    else current = (current as Record<string, unknown>)[key];
   }
+  if (typeof current === "boolean") return String(current);
   if (typeof current === "string") return current;
   if (typeof current === "number" && Number.isFinite(current)) return String(current);
   if (typeof current === "bigint") return current.toString();
@@ -140,10 +145,25 @@ export async function matchesAnySecret(
   received: readonly Uint8Array[],
   parts: readonly (string | Uint8Array)[],
 ): Promise<boolean> {
-  let matched = false;
-  for (const secret of secrets) {
+  return (await matchingSecret(hash, secrets, received, parts)) >= 0;
+}
+
+/** The index of the first of `secrets` that `received` matches, or -1; every secret is tried (timing). */
+export async function matchingSecret(
+  hash: HashName,
+  secrets: readonly (string | Uint8Array)[],
+  received: readonly Uint8Array[],
+  parts: readonly (string | Uint8Array)[],
+): Promise<number> {
+  let matched = -1;
+  for (const [index, secret] of secrets.entries()) {
     const expected = await hmac(hash, secret, ...parts);
-    for (const candidate of received) if (timingSafeEqual(candidate, expected)) matched = true;
+    for (const candidate of received) if (timingSafeEqual(candidate, expected) && matched < 0) matched = index;
   }
   return matched;
+}
+
+/** `{ matchedSecret }` when a secret other than the current one verified (a rotation), else nothing. */
+export function rotated(index: number): { matchedSecret?: number } {
+  return index > 0 ? { matchedSecret: index } : {};
 }

@@ -8,7 +8,7 @@
  * event name (`push`, `ping`, …). The legacy SHA-1
  * `X-Hub-Signature` is ignored on purpose: GitHub always sends the SHA-256 one as well.
  */
-import { fromHex, MAX_SIGNATURE_HEADER_LENGTH, matchesAnySecret } from "./crypto";
+import { fromHex, MAX_SIGNATURE_HEADER_LENGTH, matchingSecret, rotated } from "./crypto";
 import { contentDigest, refuse, type ContentDedupOptions, type Provider, type SignedRequest, type Verification } from "./types";
 
 const SIGNATURE_PREFIX = "sha256=";
@@ -24,6 +24,8 @@ export function github(options: ContentDedupOptions = {}): Provider {
   const dedupeOnContent = options.dedupeOnContent ?? true;
   return {
     kind: "github",
+    grade: { bodySigned: true, timestampSigned: false, deliveryIdSigned: false, secretInClear: false },
+    dedupKey: "`X-GitHub-Delivery` (kept on redelivery, not signed) and the body's digest",
     signsDeliveryId: false,
     async verify(request: SignedRequest, secrets: readonly string[]): Promise<Verification> {
       const header = request.headers.get("x-hub-signature-256");
@@ -32,9 +34,11 @@ export function github(options: ContentDedupOptions = {}): Provider {
       if (!header.startsWith(SIGNATURE_PREFIX)) return refuse("X-Hub-Signature-256 does not start with sha256=");
       const signature = fromHex(header.slice(SIGNATURE_PREFIX.length));
       if (signature?.length !== 32) return refuse("X-Hub-Signature-256 is not a SHA-256 hex digest");
-      if (!(await matchesAnySecret("SHA-256", secrets, [signature], [request.body]))) return refuse("signature mismatch");
+      const matched = await matchingSecret("SHA-256", secrets, [signature], [request.body]);
+      if (matched < 0) return refuse("signature mismatch");
       return {
         ok: true,
+        ...rotated(matched),
         deliveryId: request.headers.get("x-github-delivery"),
         eventType: request.headers.get("x-github-event"),
         ...(await contentDigest(dedupeOnContent, request.body)),

@@ -8,7 +8,7 @@
  * Whoever holds one request can resend it under a fresh id: the body's digest catches that
  * (`dedupeOnContent`).
  */
-import { MAX_SIGNATURE_HEADER_LENGTH, firstHeader, sha256, timingSafeEqual } from "./crypto";
+import { MAX_SIGNATURE_HEADER_LENGTH, firstHeader, rotated, sha256, timingSafeEqual } from "./crypto";
 import { contentDigest, refuse, type ContentDedupOptions, type Provider, type SignedRequest, type Verification } from "./types";
 
 const encoder = new TextEncoder();
@@ -23,6 +23,8 @@ export function gitlab(options: ContentDedupOptions = {}): Provider {
   const dedupeOnContent = options.dedupeOnContent ?? true;
   return {
     kind: "gitlab",
+    grade: { bodySigned: false, timestampSigned: false, deliveryIdSigned: false, secretInClear: true },
+    dedupKey: "`Idempotency-Key` (or `X-Gitlab-Event-UUID`; not signed) and the body's digest",
     signsDeliveryId: false,
     // The token is the secret: the dashboard must never show it.
     credentialHeaders: ["x-gitlab-token"],
@@ -31,13 +33,14 @@ export function gitlab(options: ContentDedupOptions = {}): Provider {
       if (!token) return refuse("missing X-Gitlab-Token header");
       if (token.length > MAX_SIGNATURE_HEADER_LENGTH) return refuse("token header too long");
       const received = await sha256(encoder.encode(token));
-      let matched = false;
-      for (const secret of secrets) {
-        if (timingSafeEqual(received, await sha256(encoder.encode(secret)))) matched = true;
+      let matched = -1;
+      for (const [index, secret] of secrets.entries()) {
+        if (timingSafeEqual(received, await sha256(encoder.encode(secret))) && matched < 0) matched = index;
       }
-      if (!matched) return refuse("token mismatch");
+      if (matched < 0) return refuse("token mismatch");
       return {
         ok: true,
+        ...rotated(matched),
         deliveryId: firstHeader(request.headers, "idempotency-key", "x-gitlab-event-uuid"),
         eventType: request.headers.get("x-gitlab-event"),
         ...(await contentDigest(dedupeOnContent, request.body)),

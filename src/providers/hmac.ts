@@ -11,7 +11,7 @@
  * An id read from a header is not signed: such a source also deduplicates on the digest of the
  * signed content (`dedupeOnContent`, default on), so a replay under a fresh id is a duplicate.
  */
-import { checkTimestamp, fromBase64, fromHex, jsonString, MAX_SIGNATURE_HEADER_LENGTH, matchesAnySecret, parseJson, sha256, toHex, type HashName } from "./crypto";
+import { checkTimestamp, fromBase64, fromHex, jsonString, MAX_SIGNATURE_HEADER_LENGTH, matchingSecret, parseJson, rotated, sha256, toHex, type HashName } from "./crypto";
 import { contentDigest, refuse, type ContentDedupOptions, type Provider, type SignedRequest, type Verification } from "./types";
 
 /** Where a value comes from: a request header, or a dotted path into a JSON body. */
@@ -45,7 +45,7 @@ export interface HmacOptions extends ContentDedupOptions {
 }
 
 const PLACEHOLDER = /\{([A-Za-z_]+)\}/g;
-const DIGEST_BYTES: Record<HashName, number> = { "SHA-256": 32, "SHA-1": 20 };
+const DIGEST_BYTES: Record<HashName, number> = { "SHA-256": 32, "SHA-1": 20, "SHA-512": 64 };
 
 /** The template as literal text and `{body}`/`{timestamp}` markers; throws for a template that signs no body. */
 function compileTemplate(template: string, hasTimestamp: boolean): (string | "{body}" | "{timestamp}")[] {
@@ -82,6 +82,8 @@ export function hmac(options: HmacOptions): Provider {
   const dedupeOnContent = options.dedupeOnContent ?? !signsDeliveryId;
   return {
     kind: "hmac",
+    grade: { bodySigned: true, timestampSigned: !!options.timestampHeader, deliveryIdSigned: signsDeliveryId, secretInClear: false },
+    dedupKey: options.deliveryId === "body-sha256" ? "SHA-256 of the body" : "header" in options.deliveryId ? `\`${options.deliveryId.header}\` (not signed) and the signed content's digest` : `body \`${options.deliveryId.jsonPath}\` (signed)`,
     signsDeliveryId,
     credentialHeaders: (options.credentialHeaders ?? []).map((name) => name.toLowerCase()),
     async verify(request: SignedRequest, secrets: readonly string[], nowSeconds: number): Promise<Verification> {
@@ -102,11 +104,13 @@ export function hmac(options: HmacOptions): Provider {
         .filter((decoded): decoded is Uint8Array => decoded?.length === DIGEST_BYTES[algorithm]);
       if (signatures.length === 0) return refuse(`no well-formed signature in ${options.header}`);
       const parts = template.map((part) => (part === "{body}" ? request.body : part === "{timestamp}" ? timestamp : part));
-      if (!(await matchesAnySecret(algorithm, secrets, signatures, parts))) return refuse("signature mismatch");
+      const matched = await matchingSecret(algorithm, secrets, signatures, parts);
+      if (matched < 0) return refuse("signature mismatch");
       let parsed: unknown;
       const json = () => (parsed ??= parseJson(request.body));
       return {
         ok: true,
+        ...rotated(matched),
         deliveryId: options.deliveryId === "body-sha256" ? toHex(await sha256(request.body)) : read(options.deliveryId, request, json),
         eventType: options.eventType ? read(options.eventType, request, json) : null,
         // The whole signed content: with a signed timestamp, a provider's new attempt differs.

@@ -8,7 +8,7 @@
  * by the webhooks of several subscriptions to one event, so it is only the fallback. Neither id is
  * signed: a replay under a fresh id is caught by the body's digest (`dedupeOnContent`).
  */
-import { firstHeader, fromBase64, MAX_SIGNATURE_HEADER_LENGTH, matchesAnySecret } from "./crypto";
+import { firstHeader, fromBase64, MAX_SIGNATURE_HEADER_LENGTH, matchingSecret, rotated } from "./crypto";
 import { contentDigest, refuse, type ContentDedupOptions, type Provider, type SignedRequest, type Verification } from "./types";
 
 /**
@@ -21,6 +21,8 @@ export function shopify(options: ContentDedupOptions = {}): Provider {
   const dedupeOnContent = options.dedupeOnContent ?? true;
   return {
     kind: "shopify",
+    grade: { bodySigned: true, timestampSigned: false, deliveryIdSigned: false, secretInClear: false },
+    dedupKey: "`X-Shopify-Webhook-Id` (not signed) and the body's digest",
     signsDeliveryId: false,
     async verify(request: SignedRequest, secrets: readonly string[]): Promise<Verification> {
       const header = firstHeader(request.headers, "x-shopify-hmac-sha256", "shopify-hmac-sha256");
@@ -28,10 +30,12 @@ export function shopify(options: ContentDedupOptions = {}): Provider {
       if (header.length > MAX_SIGNATURE_HEADER_LENGTH) return refuse("signature header too long");
       const signature = fromBase64(header.trim());
       if (signature?.length !== 32) return refuse("X-Shopify-Hmac-Sha256 is not a base64 SHA-256 digest");
-      if (!(await matchesAnySecret("SHA-256", secrets, [signature], [request.body]))) return refuse("signature mismatch");
+      const matched = await matchingSecret("SHA-256", secrets, [signature], [request.body]);
+      if (matched < 0) return refuse("signature mismatch");
       const headers = request.headers;
       return {
         ok: true,
+        ...rotated(matched),
         deliveryId: firstHeader(headers, "x-shopify-webhook-id", "shopify-webhook-id", "x-shopify-event-id", "shopify-event-id"),
         eventType: firstHeader(headers, "x-shopify-topic", "shopify-topic"),
         ...(await contentDigest(dedupeOnContent, request.body)),

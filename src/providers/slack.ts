@@ -7,7 +7,7 @@
  * `url_verification` request; it is answered with its `challenge` once the signature checks out,
  * and nothing is stored.
  */
-import { checkTimestamp, fromHex, jsonString, MAX_SIGNATURE_HEADER_LENGTH, matchesAnySecret, parseJson } from "./crypto";
+import { checkTimestamp, fromHex, jsonString, MAX_SIGNATURE_HEADER_LENGTH, matchingSecret, parseJson, rotated } from "./crypto";
 import { refuse, type Provider, type SignedRequest, type Verification } from "./types";
 
 export interface SlackOptions {
@@ -27,6 +27,8 @@ export function slack(options: SlackOptions = {}): Provider {
   const tolerance = options.toleranceSeconds ?? 300;
   return {
     kind: "slack",
+    grade: { bodySigned: true, timestampSigned: true, deliveryIdSigned: true, secretInClear: false },
+    dedupKey: "body `event_id` (signed)",
     signsDeliveryId: true,
     async verify(request: SignedRequest, secrets: readonly string[], nowSeconds: number): Promise<Verification> {
       const header = request.headers.get("x-slack-signature");
@@ -38,17 +40,21 @@ export function slack(options: SlackOptions = {}): Provider {
       if (!header.startsWith(SIGNATURE_PREFIX)) return refuse("X-Slack-Signature does not start with v0=");
       const signature = fromHex(header.slice(SIGNATURE_PREFIX.length));
       if (signature?.length !== 32) return refuse("X-Slack-Signature is not a SHA-256 hex digest");
-      if (!(await matchesAnySecret("SHA-256", secrets, [signature], [`v0:${timestamp}:`, request.body]))) {
+      const matched = await matchingSecret("SHA-256", secrets, [signature], [`v0:${timestamp}:`, request.body]);
+      if (matched < 0) {
         return refuse("signature mismatch");
       }
       const envelope = parseJson(request.body);
       if (jsonString(envelope, "type") === "url_verification") {
         const challenge = jsonString(envelope, "challenge");
         if (challenge === null) return refuse("url_verification without a challenge");
-        return { ok: true, deliveryId: null, eventType: "url_verification", handshake: { challenge } };
+        // Answered as Slack documents it: the challenge echoed in a JSON object.
+        const handshake = { name: "url_verification", status: 200, contentType: "application/json", body: JSON.stringify({ challenge }) };
+        return { ok: true, deliveryId: null, eventType: "url_verification", handshake };
       }
       return {
         ok: true,
+        ...rotated(matched),
         deliveryId: jsonString(envelope, "event_id"),
         // The inner event's type (`app_mention`, …) says more than the envelope's `event_callback`.
         eventType: jsonString(envelope, "event.type") ?? jsonString(envelope, "type"),

@@ -8,7 +8,7 @@
  * asymmetric, `v2`, …) are ignored. The delivery id is the `*-id` header, which stays the same
  * across retries.
  */
-import { checkTimestamp, fromBase64, hmac, MAX_SIGNATURE_HEADER_LENGTH, parseJson, jsonString, timingSafeEqual } from "./crypto";
+import { checkTimestamp, fromBase64, hmac, MAX_SIGNATURE_HEADER_LENGTH, parseJson, jsonString, rotated, timingSafeEqual } from "./crypto";
 import { MisconfiguredSecretError, refuse, type Provider, type SignedRequest, type Verification } from "./types";
 
 export interface StandardWebhooksOptions {
@@ -50,6 +50,8 @@ export function standardWebhooks(options: StandardWebhooksOptions = {}): Provide
   const tolerance = options.toleranceSeconds ?? 300;
   return {
     kind: prefix === "svix" ? "svix" : "standard-webhooks",
+    grade: { bodySigned: true, timestampSigned: true, deliveryIdSigned: true, secretInClear: false },
+    dedupKey: `\`${prefix}-id\` (signed)`,
     signsDeliveryId: true,
     async verify(request: SignedRequest, secrets: readonly string[], nowSeconds: number): Promise<Verification> {
       const id = request.headers.get(`${prefix}-id`);
@@ -61,10 +63,10 @@ export function standardWebhooks(options: StandardWebhooksOptions = {}): Provide
       if (stale) return refuse(stale);
       const candidates = v1Signatures(header);
       if (candidates.length === 0) return refuse("no v1 signature");
-      for (const secret of secrets) {
+      for (const [index, secret] of secrets.entries()) {
         const expected = await hmac("SHA-256", standardWebhooksKey(secret), `${id}.${timestamp}.`, request.body);
         if (candidates.some((candidate) => timingSafeEqual(candidate, expected))) {
-          return { ok: true, deliveryId: id, eventType: jsonString(parseJson(request.body), "type") };
+          return { ok: true, deliveryId: id, eventType: jsonString(parseJson(request.body), "type"), ...rotated(index) };
         }
       }
       return refuse("signature mismatch");

@@ -7,7 +7,7 @@
  * (`v0`, test-mode legacy) are ignored. The delivery id is the event's `id` (`evt_…`), which is
  * the same on every retry.
  */
-import { checkTimestamp, fromHex, jsonString, MAX_SIGNATURE_HEADER_LENGTH, matchesAnySecret, parseJson } from "./crypto";
+import { checkTimestamp, fromHex, jsonString, MAX_SIGNATURE_HEADER_LENGTH, matchingSecret, parseJson, rotated } from "./crypto";
 import { refuse, type Provider, type SignedRequest, type Verification } from "./types";
 
 export interface StripeOptions {
@@ -45,6 +45,8 @@ export function stripe(options: StripeOptions = {}): Provider {
   const tolerance = options.toleranceSeconds ?? 300;
   return {
     kind: "stripe",
+    grade: { bodySigned: true, timestampSigned: true, deliveryIdSigned: true, secretInClear: false },
+    dedupKey: "body `id` (`evt_…`, signed)",
     signsDeliveryId: true,
     async verify(request: SignedRequest, secrets: readonly string[], nowSeconds: number): Promise<Verification> {
       const header = request.headers.get("stripe-signature");
@@ -55,11 +57,12 @@ export function stripe(options: StripeOptions = {}): Provider {
       const stale = checkTimestamp(parsed.timestamp, nowSeconds, tolerance);
       if (stale) return refuse(stale);
       if (parsed.signatures.length === 0) return refuse("no v1 signature");
-      if (!(await matchesAnySecret("SHA-256", secrets, parsed.signatures, [`${parsed.timestamp}.`, request.body]))) {
+      const matched = await matchingSecret("SHA-256", secrets, parsed.signatures, [`${parsed.timestamp}.`, request.body]);
+      if (matched < 0) {
         return refuse("signature mismatch");
       }
       const event = parseJson(request.body);
-      return { ok: true, deliveryId: jsonString(event, "id"), eventType: jsonString(event, "type") };
+      return { ok: true, deliveryId: jsonString(event, "id"), eventType: jsonString(event, "type"), ...rotated(matched) };
     },
   };
 }

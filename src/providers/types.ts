@@ -18,6 +18,8 @@ import { concat, sha256 } from "./crypto";
 export interface SignedRequest {
   /** The public URL the provider called (Twilio signs it). */
   readonly url: string;
+  /** `POST`, or `GET` for a provider whose handshake is a GET (Meta, Dropbox). Absent means POST. */
+  readonly method?: string;
   readonly headers: Headers;
   /** The raw body bytes, exactly as received: what was signed is what is verified and stored. */
   readonly body: Uint8Array;
@@ -37,11 +39,69 @@ export type Verification =
       readonly contentDigest?: Uint8Array;
       /**
        * A handshake the provider expects answered instead of a stored delivery (Slack's
-       * `url_verification`): the receiver replies with this JSON and stores nothing.
+       * `url_verification`, Twitch's challenge, Meta's GET, SNS's subscription): the receiver
+       * replies exactly as described, runs its follow-up, and stores no delivery.
        */
-      readonly handshake?: Record<string, unknown>;
+      readonly handshake?: HandshakeReply;
+      /**
+       * A provider's message about the subscription itself, not an event (Twitch `revocation`,
+       * Graph `reauthorizationRequired`, SNS `UnsubscribeConfirmation`): answered, logged and
+       * counted apart, never run through a handler.
+       */
+      readonly lifecycle?: { readonly kind: string; readonly detail: string };
+      /**
+       * Several events in one request (SendGrid, HubSpot, Event Grid, Adyen): each is its own
+       * delivery, with its own id and, as its body, its own bytes cut from the signed body.
+       */
+      readonly events?: readonly BatchEvent[];
+      /** Which configured secret verified it: 0 the current one, 1 the previous one (a rotation). */
+      readonly matchedSecret?: number;
     }
   | { readonly ok: false; readonly reason: string };
+
+/** One event of a batch: its id, its type, its exact bytes within the request body. */
+export interface BatchEvent {
+  readonly deliveryId: string | null;
+  readonly eventType: string | null;
+  readonly body: Uint8Array;
+  /** SHA-256 of the event's bytes, when its id is not signed. */
+  readonly contentDigest?: Uint8Array;
+}
+
+/** An outbound step a handshake needs, run by the receiver before it answers (SNS's SubscribeURL). */
+export interface FollowUp {
+  readonly kind: "confirm-subscription";
+  /** An https URL on a host the provider's declaration allows (checked again before the fetch). */
+  readonly url: string;
+  readonly allowedHosts: readonly RegExp[];
+}
+
+/** The exact answer a handshake needs: status, content type, body and headers, and a follow-up. */
+export interface HandshakeReply {
+  readonly name: string;
+  readonly status: number;
+  readonly contentType?: string;
+  readonly body: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly followUp?: FollowUp;
+}
+
+/** What a source's verifier may read besides its secrets: its second values, outbound fetches. */
+export interface VerifyContext {
+  /** A source's second value, `<NAME>_WEBHOOK_<WHAT>` (e.g. `VERIFY_TOKEN`), or undefined when unset. */
+  setting(what: string): string | undefined;
+  /** Hosts a test may allow besides a declaration's own (loopback only; see src/providers/engine/outbound.ts). */
+  readonly testHosts: readonly string[];
+}
+
+/** What a source's security amounts to: shown in the docs table, the admin API and the dashboard. */
+export interface SecurityGrade {
+  readonly bodySigned: boolean | "partly";
+  readonly timestampSigned: boolean;
+  readonly deliveryIdSigned: boolean;
+  /** The secret travels in every request (a token header, Basic auth, a URL query). */
+  readonly secretInClear: boolean;
+}
 
 /** Verifies a provider's signature and identifies its deliveries. */
 export interface Provider {
@@ -58,11 +118,19 @@ export interface Provider {
    * standard ones, store/headers.ts).
    */
   readonly credentialHeaders?: readonly string[];
+  /** Methods besides POST the provider uses (Meta's and Dropbox's GET handshakes). */
+  readonly methods?: readonly string[];
+  /** Where the source stands (see SecurityGrade); absent for a hand-written provider that says nothing. */
+  readonly grade?: SecurityGrade;
+  /** What the dedup key is, in words, for the docs and the dashboard. */
+  readonly dedupKey?: string;
+  /** The answer to a stored or duplicate delivery when the provider needs a fixed one (Adyen's `[accepted]`). */
+  readonly acceptReply?: Omit<HandshakeReply, "name" | "followUp">;
   /**
    * Verifies `request` against every secret (any one may match: rotation) at `nowSeconds`.
    * Never throws for bad input: a malformed header is `{ ok: false }`.
    */
-  verify(request: SignedRequest, secrets: readonly string[], nowSeconds: number): Promise<Verification>;
+  verify(request: SignedRequest, secrets: readonly string[], nowSeconds: number, context?: VerifyContext): Promise<Verification>;
 }
 
 /**

@@ -20,6 +20,7 @@ import type { StoreClaim } from "./claims";
 import type { DeliveryDetail, DeliveryStats, DeliverySummary } from "./deliveries";
 import type { ListingPage, ListingQuery } from "./listing-query";
 import type { NewDelivery, RecordOutcome } from "./new-delivery";
+import type { ProviderMessage, ProviderMessageCount } from "./provider-messages";
 import type { FailedFilter, ReplayState } from "./replay-state";
 import type { Overview } from "./snapshot";
 import type { RetentionResult, StrandedCutoffs } from "./sweeping";
@@ -95,6 +96,15 @@ export interface Store {
   resetForReplay(ref: DeliveryRef, from: readonly ("failed" | "done")[], nowMs: number): Promise<boolean>;
   resetFailedForReplay(filter: FailedFilter, limit: number, nowMs: number): Promise<DeliveryRef[]>;
   countFailed(filter: FailedFilter): Promise<number>;
+
+  // Rotation (the receiver and the admin API's sources).
+  /** Notes that a source's previous secret verified a delivery at `nowMs`. */
+  notePreviousSecret(source: string, nowMs: number): Promise<void>;
+  /** When each source's previous secret last verified a delivery (ISO time), by source. */
+  previousSecretUses(): Promise<Record<string, string>>;
+  /** Counts a provider message that is not a delivery (provider-messages.ts). */
+  recordProviderMessage(message: ProviderMessage, nowMs: number): Promise<void>;
+  providerMessages(): Promise<ProviderMessageCount[]>;
 }
 
 /**

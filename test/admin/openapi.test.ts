@@ -18,6 +18,7 @@ describe("GET /admin/openapi.json", () => {
       "GET /deliveries",
       "GET /deliveries/{source}/{id}",
       "GET /metrics",
+      "GET /sources",
       "GET /stats",
       "POST /deliveries/{source}/{id}/replay",
       "POST /replay",

@@ -11,7 +11,6 @@ import {
   githubSignature,
   post,
   postWithEnv,
-  sha256Hex,
   shopifySignature,
   stripeSignature,
   twilioSignature,
@@ -68,9 +67,11 @@ describe("a signed request replayed under a new delivery id", () => {
     });
     expect((await post("twilio", body, await headers(unique("idem-")))).json.status).toBe("stored");
     expect((await post("twilio", body, await headers(unique("idem-")))).json.status).toBe("duplicate");
-    // Without a token the id is the body's SHA-256: the same content again, a duplicate too.
+    // Without a token the id is the signed content's digest: the same content again, a duplicate too.
     const { "i-twilio-idempotency-token": _, ...noToken } = await headers("unused");
-    expect((await post("twilio", body, noToken)).json).toEqual({ status: "duplicate", source: "twilio", id: await sha256Hex(body) });
+    const answer = await post("twilio", body, noToken);
+    expect(answer.json).toMatchObject({ status: "duplicate", source: "twilio" });
+    expect(answer.json.id).toMatch(/^[0-9a-f]{64}$/);
     expect(await rowsWithBody("twilio", body)).toBe(1);
   });
 
@@ -137,8 +138,14 @@ describe("providers whose id is signed", () => {
     for (const id of ids) expect((await post("standard", body, standardHeaders(body, { id }))).json).toEqual({ status: "stored", source: "standard", id });
   });
 
-  it.each(Object.entries(SOURCES))("%s declares whether its id is signed", (name, provider) => {
+  it.each(Object.entries(SOURCES))("%s declares whether its id is signed, as its security grade says", (name, provider) => {
     const unsigned = ["github", "shopify", "gitlab", "twilio"];
-    expect(provider.signsDeliveryId).toBe(!unsigned.includes(name));
+    if (unsigned.includes(name)) expect(provider.signsDeliveryId).toBe(false);
+    if (["stripe", "slack", "standard", "svix"].includes(name)) expect(provider.signsDeliveryId).toBe(true);
+    expect(provider.signsDeliveryId).toBe(provider.grade!.deliveryIdSigned);
+  });
+
+  it.each(["jira", "bitbucket", "linear", "sentry", "gitea", "mailgun", "pubsub", "eventgrid", "graph", "postmark", "dropbox"])("%s's id is not signed", (name) => {
+    expect(SOURCES[name]!.signsDeliveryId).toBe(false);
   });
 });

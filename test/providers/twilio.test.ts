@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fromHex } from "../../src/providers/crypto";
+import { toHex } from "../../src/providers/crypto";
 import { twilio } from "../../src/providers/twilio";
 import { deliveryRow } from "../helpers/store-db";
 import { BASE_URL, post, postWithEnv, secretsOf, sha256Hex, twilioSignature, unique } from "../helpers/provider-signers";
@@ -29,7 +29,25 @@ describe("twilio provider", () => {
 
   it("verifies twilio-node's JSON vector, whose URL carries the body's bodySHA256", async () => {
     const result = await verify(`${URL_}&bodySHA256=${JSON_BODY_SHA256}`, "a9nBmqA0ju/hNViExpshrM61xv4=", JSON_BODY, { "content-type": "application/json" });
-    expect(result).toEqual({ ok: true, deliveryId: JSON_BODY_SHA256, eventType: null, contentDigest: fromHex(JSON_BODY_SHA256) });
+    expect(result.ok).toBe(true);
+    // Without an idempotency token the id is the hex of the signed content's digest.
+    if (result.ok) expect(result.deliveryId).toBe(toHex(result.contentDigest!));
+  });
+
+  it("digests the signed content canonically: reordered or re-encoded parameters give the same digest", async () => {
+    const reordered = new URLSearchParams(Object.entries(PARAMS).reverse()).toString().replaceAll("%2B", "%2b");
+    expect(reordered).not.toBe(form(PARAMS));
+    const [a, b] = [await verify(URL_, "RSOYDt4T1cUTdK1PDd93/VVr8B8=", form(PARAMS)), await verify(URL_, "RSOYDt4T1cUTdK1PDd93/VVr8B8=", reordered)];
+    expect(a.ok && b.ok).toBe(true);
+    if (a.ok && b.ok) {
+      expect(b.contentDigest).toEqual(a.contentDigest);
+      expect(b.deliveryId).toBe(a.deliveryId);
+    }
+    const other = await verify(URL_, "RSOYDt4T1cUTdK1PDd93/VVr8B8=", form(PARAMS), { ...FORM });
+    const otherUrl = await verify(`${URL_.replace(".com", ".com:1234")}`, "RSOYDt4T1cUTdK1PDd93/VVr8B8=", form(PARAMS));
+    // The port Twilio may or may not sign does not make a new delivery either.
+    expect(other.ok && otherUrl.ok).toBe(true);
+    if (other.ok && otherUrl.ok) expect(otherUrl.contentDigest).toEqual(other.contentDigest);
   });
 
   it("refuses twilio-node's JSON vector when the body no longer matches bodySHA256", async () => {
@@ -75,10 +93,31 @@ describe("twilio provider", () => {
     expect(await post("twilio", form(params), headers)).toEqual({ status: 200, json: { status: "duplicate", source: "twilio", id: token } });
   });
 
-  it("falls back to the body's SHA-256 as the delivery id without an idempotency token", async () => {
+  it("falls back to a digest of the signed content as the delivery id without an idempotency token, the same for a reordered copy", async () => {
     const params = message(unique("SM"));
-    const result = await post("twilio", form(params), { ...FORM, "x-twilio-signature": await twilioSignature(TWILIO_URL, params) });
-    expect(result.json).toEqual({ status: "stored", source: "twilio", id: await sha256Hex(form(params)) });
+    const headers = { ...FORM, "x-twilio-signature": await twilioSignature(TWILIO_URL, params) };
+    const result = await post("twilio", form(params), headers);
+    expect(result.json).toMatchObject({ status: "stored", source: "twilio" });
+    expect(result.json.id).toMatch(/^[0-9a-f]{64}$/);
+    const reordered = new URLSearchParams(Object.entries(params).reverse()).toString();
+    expect(await post("twilio", reordered, headers)).toEqual({ status: 200, json: { status: "duplicate", source: "twilio", id: result.json.id } });
+  });
+
+  it("answers duplicate for the same captured request with its parameters reordered and re-encoded under a fresh idempotency token (issue 23)", async () => {
+    const params = message(unique("SM"));
+    const signature = await twilioSignature(TWILIO_URL, params);
+    const first = unique("idem-");
+    expect((await post("twilio", form(params), { ...FORM, "x-twilio-signature": signature, "i-twilio-idempotency-token": first })).json.status).toBe("stored");
+    // Same parameters, reversed, spaces as %20 instead of +: other bytes, the same signed content.
+    const replayed = Object.entries(params)
+      .reverse()
+      .map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`)
+      .join("&");
+    expect(replayed).not.toBe(form(params));
+    const replayId = unique("idem-");
+    const answer = await post("twilio", replayed, { ...FORM, "x-twilio-signature": signature, "i-twilio-idempotency-token": replayId });
+    expect(answer).toEqual({ status: 200, json: { status: "duplicate", source: "twilio", id: replayId } });
+    expect(await deliveryRow("twilio", replayId)).toBeNull();
   });
 
   it("stores a signed JSON delivery posted to a URL with bodySHA256", async () => {

@@ -1,5 +1,5 @@
 /**
- * The admin API, mounted at `/admin`: stats, listing, one delivery, replay, Prometheus metrics, and its own OpenAPI
+ * The admin API, mounted at `/admin`: stats, listing, one delivery, replay, Prometheus metrics, sources, and its own OpenAPI
  * document. Every route, the document included, is behind the admin token (./auth.ts): the
  * document names no secrets, but closed by default is simpler to reason about than a list of
  * exceptions.
@@ -9,6 +9,7 @@ import { deliveryRoutes } from "./deliveries";
 import { metricsRoutes } from "./metrics";
 import { replayRoutes } from "./replay";
 import { adminRouter } from "./router";
+import { sourceRoutes } from "./sources";
 import { statsRoutes } from "./stats";
 
 export const admin = adminRouter();
@@ -18,6 +19,7 @@ admin.route("/", statsRoutes);
 admin.route("/", deliveryRoutes);
 admin.route("/", replayRoutes);
 admin.route("/", metricsRoutes);
+admin.route("/", sourceRoutes);
 
 admin.openAPIRegistry.registerComponent("securitySchemes", "AdminToken", {
   type: "http",

@@ -49,6 +49,19 @@ export async function replayDelivery(env: Env, ref: DeliveryRef, options: { forc
 }
 
 /**
+ * Replays a delivery only if it ended `failed`, in one statement when it did not (no read after):
+ * for the receiver, which meets a provider's redelivery of a delivery that failed here.
+ * @example
+ * if (await replayIfFailed(env, { source: "stripe", id: "evt_1" })) console.log("replayed");
+ */
+export async function replayIfFailed(env: Env, ref: DeliveryRef): Promise<boolean> {
+  if (!(await openStore(env).resetForReplay(ref, ["failed"], Date.now()))) return false;
+  await resetLease(env, ref);
+  await enqueueDelivery(env, ref);
+  return true;
+}
+
+/**
  * Replays up to `limit` failed deliveries (oldest first, those `filter` takes: a source, an event
  * type, a time range, or all) and says how
  * many failed ones are left, so a caller can loop until none remain.

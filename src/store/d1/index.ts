@@ -15,6 +15,7 @@ import { findDeliveryById, listDeliveries } from "./listing";
 import { maintainOverview, readOverview } from "./overview";
 import { countFailed, replayState, resetFailedForReplay, resetForReplay } from "./replay";
 import type { Effect, Store } from "../store";
+import { notePreviousSecret, previousSecretUses, providerMessages, recordProviderMessage } from "./secrets";
 import { applyRetention, takeStranded } from "./sweep";
 
 /**
@@ -111,5 +112,9 @@ export function d1Store(db: D1Database): Store {
     resetForReplay: (ref, from, nowMs) => resetForReplay(db, ref, from, nowMs),
     resetFailedForReplay: (filter, limit, nowMs) => resetFailedForReplay(db, filter, limit, nowMs),
     countFailed: (filter) => countFailed(db, filter),
+    notePreviousSecret: (source, nowMs) => notePreviousSecret(db, source, nowMs),
+    previousSecretUses: () => previousSecretUses(db),
+    recordProviderMessage: (message, nowMs) => recordProviderMessage(db, message, nowMs),
+    providerMessages: () => providerMessages(db),
   };
 }

@@ -17,6 +17,7 @@ import { findDeliveryById, listDeliveries } from "./listing";
 import { maintainOverview, readOverview } from "./overview";
 import { recordDelivery } from "./record";
 import { countFailed, replayState, resetFailedForReplay, resetForReplay } from "./replay";
+import { notePreviousSecret, previousSecretUses, providerMessages, recordProviderMessage } from "./secrets";
 import { applyRetention, takeStranded } from "./sweep";
 
 /**
@@ -55,6 +56,10 @@ export function postgresStore(hyperdrive: Hyperdrive, connections: Connections =
     resetForReplay: (ref, from, nowMs) => run((db) => resetForReplay(db, ref, from, nowMs)),
     resetFailedForReplay: (filter, limit, nowMs) => run((db) => resetFailedForReplay(db, filter, limit, nowMs)),
     countFailed: (filter) => run((db) => countFailed(db, filter)),
+    notePreviousSecret: (source, nowMs) => run((db) => notePreviousSecret(db, source, nowMs)),
+    previousSecretUses: () => run((db) => previousSecretUses(db)),
+    recordProviderMessage: (message, nowMs) => run((db) => recordProviderMessage(db, message, nowMs)),
+    providerMessages: () => run((db) => providerMessages(db)),
   };
 }
 
