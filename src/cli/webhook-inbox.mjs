@@ -203,7 +203,8 @@ async function list(client, values, print, out) {
 async function show(client, [source, id], print, out) {
   const delivery = await client.get(deliveryPath(source, id));
   if (print) return print(delivery);
-  const handled = delivery.handled === null ? "-" : delivery.handled ? "yes" : "no (no handler matched)";
+  const handled = delivery.handled === null ? (delivery.status === "failed" ? "no (its handler failed)" : "not yet") : delivery.handled ? "yes" : "no (no handler matched)";
+  const duplicates = delivery.duplicates > 0 ? `${delivery.duplicates} (the last at ${delivery.lastDuplicateAt})` : "none";
   out(
     table(
       ["FIELD", "VALUE"],
@@ -213,6 +214,7 @@ async function show(client, [source, id], print, out) {
         ["status", delivery.status],
         ["attempts", delivery.attempts],
         ["handled", handled],
+        ["duplicates", duplicates],
         ["error", delivery.error],
         ["received", delivery.receivedAt],
         ["updated", delivery.updatedAt],
@@ -227,7 +229,11 @@ async function show(client, [source, id], print, out) {
     const log = delivery.attemptLog;
     // A repeated deferral is one entry with a count (its start and time the latest's): "deferred ×12".
     const outcome = (/** @type {typeof log[number]} */ entry) => (entry.count === undefined ? entry.outcome : `${entry.outcome} ×${entry.count}`);
-    out(table(["ATTEMPT", "STARTED", "TOOK", "OUTCOME", "ERROR"], log.map((entry) => [entry.attempt, entry.at, entry.ms === null ? null : `${entry.ms} ms`, outcome(entry), entry.error]), { maxWidth: 200 }));
+    // A replay starts the count again at 1: the runs after one say which round they belong to.
+    let replays = 0;
+    const attempt = (/** @type {typeof log[number]} */ entry) =>
+      entry.outcome === "replayed" ? `replay ${++replays}` : entry.attempt === null ? null : replays === 0 ? entry.attempt : `${entry.attempt} after replay ${replays}`;
+    out(table(["ATTEMPT", "STARTED", "TOOK", "OUTCOME", "ERROR"], log.map((entry) => [attempt(entry), entry.at, entry.ms === null ? null : `${entry.ms} ms`, outcome(entry), entry.error]), { maxWidth: 200 }));
   }
   if (delivery.headers) {
     out("");

@@ -121,6 +121,25 @@ describe("webhook-inbox (against a stub API)", () => {
     assert.ok(result.stdout.indexOf("OUTCOME") < result.stdout.indexOf("stripe-signature:") && result.stdout.indexOf("stripe-signature:") < result.stdout.lastIndexOf("{}"));
   });
 
+  it("shows duplicates, a failed delivery's handler as failed, and the runs after a replay by round", async () => {
+    answer = [
+      200,
+      JSON.stringify({
+        source: "stripe", id: "evt_2", eventType: "x", status: "failed", attempts: 1, error: "boom", handled: null,
+        receivedAt: "t", updatedAt: "t", duplicates: 2, lastDuplicateAt: "2026-12-04T00:00:09.000Z", body: null, headers: null,
+        attemptLog: [
+          { attempt: 1, at: "a", ms: 1, outcome: "failed", error: "boom" },
+          { attempt: null, at: "b", ms: null, outcome: "replayed", error: null },
+          { attempt: 1, at: "c", ms: 1, outcome: "failed", error: "boom" },
+        ],
+      }),
+    ];
+    const result = await run(["show", "stripe", "evt_2"]);
+    assert.match(result.stdout, /^handled\s+no \(its handler failed\)$/m);
+    assert.match(result.stdout, /^duplicates\s+2 \(the last at 2026-12-04T00:00:09\.000Z\)$/m);
+    assert.deepEqual([...result.stdout.matchAll(/^(1|replay 1|1 after replay 1)\s+[abc]\s/gm)].map((match) => match[1]), ["1", "replay 1", "1 after replay 1"]);
+  });
+
   it("escapes source and id in the path of show and replay", async () => {
     answer = [202, JSON.stringify({ status: "replayed", source: "s", id: "a/b c" })];
     await run(["replay", "s", "a/b c", "--force"]);
