@@ -27,7 +27,7 @@ export const SOURCES: Readonly<Record<string, Provider>> = {
   svix: standardWebhooks({ headerPrefix: "svix" }),
   gitlab: gitlab(),
   // A custom source (secret in ACME_WEBHOOK_SECRET): `X-Acme-Signature: sha256=<hex>` over
-  // `{timestamp}.{body}`, with the delivery id in the body's `event.id` (README: "Custom sources").
+  // `{timestamp}.{body}`, with the delivery id in the body's `event.id` (docs/providers.md, "Custom sources").
   // acme: hmac({
   //   header: "X-Acme-Signature",
   //   prefix: "sha256=",

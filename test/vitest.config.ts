@@ -13,7 +13,7 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 /**
  * Each `<NAME>_FORWARD_*` var of a developer's own environment, set to "" (an empty value counts as
  * unset). The pool reads .dev.vars (or, without one, .env and .env.local) through wrangler, and
- * offers no switch to stop it: a forward URL kept there for `npm run dev` (README "Forwarding")
+ * offers no switch to stop it: a forward URL kept there for `npm run dev` (docs/forwarding.md)
  * would otherwise send the tests' deliveries to the developer's backend and fail them. Tests that
  * forward set their own vars (test/helpers/forward-backend.ts).
  */

@@ -63,7 +63,7 @@ async function main() {
 
   const stats = await admin.get("/stats");
   console.log(`\n${table(["STATUS", "COUNT"], Object.entries(stats.counts))}\n\noldest waiting: ${duration(stats.oldestWaitingSeconds)}`);
-  console.log(`\nnext: npx webhook-inbox list --status failed, then show / replay (README: "Operate it")`);
+  console.log(`\nnext: npx webhook-inbox list --status failed, then show / replay (docs/operations.md)`);
 }
 
 /** POSTs a delivery; a refusal is explained in one line. */

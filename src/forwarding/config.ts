@@ -6,7 +6,7 @@
  * Read with the other vars (config.ts), so a bad one is `config_invalid` like any other: the
  * inbox answers 503, `GET /health` names the var, and queued deliveries wait; none is sent to a
  * guess. Every `<NAME>_FORWARD_URL` var is checked, not only those of a source, so that the vars
- * a `forward()` handler reads (README: name them the same way) are checked before any delivery
+ * a `forward()` handler reads (docs/forwarding.md: name them the same way) are checked before any delivery
  * too. An empty value counts as unset, as for webhook secrets.
  */
 import type { ConfigProblem } from "../config-problem";

@@ -1,6 +1,6 @@
 /**
  * Your handlers, by source and event type (`"*"` for any type of a source). Deliveries with no
- * matching handler are marked done and shown as unhandled. See README "Writing a handler".
+ * matching handler are marked done and shown as unhandled. See docs/handlers.md.
  */
 import { defineHandlers } from "../processing/handlers";
 import { recordPayment } from "./payments";

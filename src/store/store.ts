@@ -1,6 +1,6 @@
 /**
  * The store: every read and write of deliveries, behind one interface, in D1 (the default) or in
- * Postgres through Hyperdrive (README "Postgres (Hyperdrive)"). The receiver, the consumer, the
+ * Postgres through Hyperdrive (docs/postgres.md). The receiver, the consumer, the
  * sweeper, the admin API and the dashboard see only this; `openStore` (index.ts) picks the
  * implementation from the bindings, and nothing outside src/store knows which one runs.
  *

@@ -1,4 +1,4 @@
-// README "Postgres (Hyperdrive)": a database that already has a `deliveries` table of its own gets the
+// docs/postgres.md: a database that already has a `deliveries` table of its own gets the
 // inbox in a schema of its own, with no change to any SQL, through a role whose search path starts
 // there. Checked as written there, on a private Postgres server: the migrations land in that schema,
 // the inbox's triggers work there, and the user's own table stays untouched and reachable by name.
@@ -38,7 +38,7 @@ describe("the inbox in a schema of its own", { skip, timeout: 120_000 }, () => {
       inboxUrl.password = "inbox-password";
       await withClient(server.url, async (admin) => {
         await admin.query("CREATE TABLE deliveries (order_id integer PRIMARY KEY, address text)");
-        // README's statements, as written there.
+        // docs/postgres.md's statements, as written there.
         await admin.query("CREATE ROLE inbox LOGIN PASSWORD 'inbox-password'");
         await admin.query("CREATE SCHEMA webhook_inbox AUTHORIZATION inbox");
         await admin.query("ALTER ROLE inbox SET search_path = webhook_inbox, public");

@@ -8,7 +8,7 @@ describe("checkForwardUrl", () => {
     }
   });
 
-  it("names every host it accepts over http:// in its problem, as README does", () => {
+  it("names every host it accepts over http:// in its problem, as docs/forwarding.md does", () => {
     expect(checkForwardUrl("http://billing.example.com/")).toEqual({ ok: false, problem: "must be an absolute https:// URL (http:// only for localhost, *.localhost, 127.0.0.0/8 or [::1])" });
   });
 

@@ -1,4 +1,4 @@
-// The receiver's checks run in a documented order (README "How it works"): a request that fails
+// The receiver's checks run in a documented order (docs/architecture.md, "How it works"): a request that fails
 // several of them at once is answered by the first, so a provider's dashboard shows the cause
 // that has to be fixed first.
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";

@@ -1,4 +1,4 @@
-// What a handler receives (README "Writing a handler"): the parsed event, and which handler a
+// What a handler receives (docs/handlers.md): the parsed event, and which handler a
 // delivery reaches.
 import { describe, expect, it } from "vitest";
 import { defineHandlers, findHandler, parseEvent, type Handler } from "../../src/processing/handlers";
