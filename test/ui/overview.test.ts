@@ -1,7 +1,8 @@
 /**
  * `GET /ui`: the overview's numbers, each a link to the list it counts, the chart and its text
- * equivalent. It reads the store's snapshot (at most a minute old by design), so each test
- * drops the snapshot first: the page's read then puts a fresh one together.
+ * equivalent, the duplicates; `GET /` leads here. On a small inbox (every test's) the page's read
+ * puts the numbers together afresh; some tests still drop the stored snapshot first, so that they
+ * would hold under load too (where a snapshot up to a minute old is served).
  */
 import { describe, expect, it } from "vitest";
 import { sql } from "../../src/sql";
