@@ -66,4 +66,11 @@ describe("rows written for duplicates (migrations/0009)", () => {
     ]);
     expect([bump!.meta.changes, bump!.meta.rows_written, counter!.meta.rows_written]).toEqual([1, 1, 1]);
   });
+
+  it("finds the original by its primary key or the content digest's index, never by a scan", async () => {
+    const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${DUPLICATE_SQL.bump}`).bind("s", "i", new Uint8Array(32), "t").all<{ detail: string }>();
+    const lines = results.map((row) => row.detail);
+    expect(lines.filter((line) => /^SCAN /.test(line))).toEqual([]);
+    expect(lines.join("\n")).toContain("deliveries_by_content_digest");
+  });
 });
