@@ -64,9 +64,7 @@ export function OverviewPage(props: { overview: Overview; nowMs: number }) {
         </li>
         <li class="card">
           <span class="label">Duplicates recognised (a provider sent a delivery again)</span>
-          <span class="value" aria-label={`${overview.duplicates} duplicates recognised`}>
-            {overview.duplicates}
-          </span>
+          <span class="value">{overview.duplicates}</span>
         </li>
       </ul>
 
@@ -172,9 +170,7 @@ export function OverviewPage(props: { overview: Overview; nowMs: number }) {
                   <td class="num">
                     <CountLink value={total(counts)} filter={{ source }} label={`deliveries of ${source}`} />
                   </td>
-                  <td class="num" aria-label={`${overview.duplicatesBySource[source] ?? 0} duplicates of ${source}`}>
-                    {overview.duplicatesBySource[source] ?? 0}
-                  </td>
+                  <td class="num">{overview.duplicatesBySource[source] ?? 0}</td>
                 </tr>
               );
             })}
