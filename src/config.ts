@@ -64,6 +64,8 @@ const varsSchema = z.object({
   // runtime, recovery takes SWEEP_AFTER_SECONDS + up to one beat + the work: 10 s keeps it within
   // 90 s with room (20 s measured 79 s). Under a working cron the heartbeat only watches, once a minute.
   SWEEP_INTERVAL_SECONDS: wholeNumber(10, 0, DAY_SECONDS),
+  // How long any one database call may take before it is an infrastructure error (store/timeout.ts).
+  STORE_TIMEOUT_SECONDS: wholeNumber(30, 1, 300),
   PUBLIC_BASE_URL: z.url("must be an absolute URL").optional(),
   ADMIN_TOKEN: z.string("must be a string").optional(),
 });
@@ -83,6 +85,8 @@ export interface InboxConfig {
   readonly sweepAfterSeconds: number;
   /** The heartbeat's interval; 0: no heartbeat (the cron alone sweeps). */
   readonly sweepIntervalSeconds: number;
+  /** How long one database call may take (store/timeout.ts). */
+  readonly storeTimeoutSeconds: number;
   readonly publicBaseUrl: string | undefined;
   readonly adminToken: string | undefined;
   /** The sources whose deliveries are forwarded (`<SOURCE>_FORWARD_URL`, forwarding/config.ts). */
@@ -159,6 +163,7 @@ export function loadConfig(env: object): InboxConfig {
     bodyRetentionDays: vars.BODY_RETENTION_DAYS,
     sweepAfterSeconds: vars.SWEEP_AFTER_SECONDS,
     sweepIntervalSeconds: vars.SWEEP_INTERVAL_SECONDS,
+    storeTimeoutSeconds: vars.STORE_TIMEOUT_SECONDS,
     publicBaseUrl: vars.PUBLIC_BASE_URL,
     adminToken: vars.ADMIN_TOKEN === "" ? undefined : vars.ADMIN_TOKEN,
     forwarding: forwarding.forwarding,

@@ -9,7 +9,7 @@ import { forwardDelivery, forwardedDelivery } from "../forwarding/forward";
 import { sha256, toHex } from "../providers/crypto";
 import { sql } from "../sql";
 import type { ClaimedDelivery, Effect, RunTiming, Store } from "../store";
-import { describeError, PermanentError, RetryAfterError } from "./errors";
+import { describeError, InfrastructureError, PermanentError, RetryAfterError } from "./errors";
 import { findHandler, parseEvent, type HandlerContext, type HandlerRegistry } from "./handlers";
 import type { DeliveryLease } from "./lease";
 import { leaseName, type DeadLetter, type DeliveryRef } from "./messages";
@@ -37,7 +37,11 @@ export interface HandledDelivery {
  * deduplicates the resend on its `webhook-id` (it may even end failed, though the backend took it). A
  * handler that throws stops the delivery before anything is sent; a forward that fails retries
  * both, the handler's effects uncommitted (its external calls, keyed by `ctx.idempotencyKey`,
- * repeat; the backend deduplicates on `webhook-id`).
+ * repeat; the backend deduplicates on `webhook-id`). Once `signal` is aborted (the deadline, or
+ * the lease lost) no forward starts.
+ *
+ * A store call made for the handler that failed (the order guard's read) makes the run an
+ * infrastructure failure, whatever the handler then throws: `InfrastructureError`, not counted.
  */
 export async function runHandler(
   env: Env,
@@ -52,6 +56,15 @@ export async function runHandler(
   const destination = destinationOf(loadConfig(env).forwarding, ref.source);
   if (!handler && !destination) return { handled: false, effects: [] };
   const effects: Effect[] = [];
+  // The first store call made for the handler that failed, if any (see above).
+  let storeFailure: unknown = null;
+  const guardedStore = {
+    entityVersion: (entity: string) =>
+      store.entityVersion(entity).catch((error: unknown) => {
+        storeFailure ??= error;
+        throw error;
+      }),
+  };
   const ctx: HandlerContext = {
     deliveryId: ref.id,
     source: ref.source,
@@ -64,13 +77,24 @@ export async function runHandler(
     signal,
     sql,
     effect: (...statements) => void effects.push(...statements),
-    order: createOrderGuard(store, ref, (statement) => void effects.push(statement)),
+    order: createOrderGuard(guardedStore, ref, (statement) => void effects.push(statement)),
   };
   if (handler) {
-    const returned = await handler(parseEvent(delivery.body), ctx);
-    if (returned) effects.push(...returned);
+    try {
+      const returned = await handler(parseEvent(delivery.body), ctx);
+      if (returned) effects.push(...returned);
+    } catch (error) {
+      if (storeFailure !== null && !(error instanceof InfrastructureError)) {
+        throw new InfrastructureError(`a store call made for the handler failed: ${describeError(storeFailure)}`, { cause: storeFailure });
+      }
+      throw error;
+    }
   }
-  if (destination) await forwardDelivery(env, destination, forwardedDelivery(ctx), signal);
+  if (destination) {
+    // Given up on (its deadline) or its lease lost while the handler ran: nothing more leaves the inbox.
+    signal.throwIfAborted();
+    await forwardDelivery(env, destination, forwardedDelivery(ctx), signal);
+  }
   return { handled: true, effects };
 }
 
@@ -115,8 +139,9 @@ export async function handleFailure(
       : describeError(error);
   if (error instanceof PermanentError || attempt >= config.maxAttempts) {
     const reason = error instanceof PermanentError ? message : `${message} (gave up after ${attempt} attempts)`;
-    if (!(await failDelivery(env, store, ref, token, reason, run))) return { action: "ack", reason: "lease_lost" };
-    await lease.settle(token);
+    const failed = await failDelivery(env, store, ref, token, reason, run);
+    if (failed === "lease_lost") return { action: "ack", reason: "lease_lost" };
+    if (failed === "failed") await lease.settle(token);
     return { action: "ack", reason: "failed" };
   }
   const delaySeconds = retryDelaySeconds(error, config.retryBaseSeconds * 2 ** (attempt - 1));
@@ -125,22 +150,38 @@ export async function handleFailure(
   return { action: "retry", reason: "handler_error", delaySeconds };
 }
 
-/** Records a delivery as failed (fenced by `token`), then dead-letters it. False when the fence refused. */
-export async function failDelivery(env: Env, store: Store, ref: DeliveryRef, token: number, error: string, run?: RunTiming): Promise<boolean> {
-  if (!(await store.markFailed(ref, token, error, Date.now(), run))) return false;
-  await sendDeadLetter(env, ref, error);
-  return true;
+/**
+ * Records a delivery as failed (fenced by `token`), then dead-letters it. `lease_lost` when the
+ * fence refused; `alert_pending` when the dead letter could not be sent: the caller must then leave
+ * the lease unsettled, so that its alarm brings the delivery back and the next claim finds it failed
+ * and sends the dead letter again (store/d1/lifecycle.ts `markTakeover`). The same happens when the
+ * worker dies between the two. Only `failed` (both done) may settle the lease.
+ */
+export async function failDelivery(
+  env: Env,
+  store: Store,
+  ref: DeliveryRef,
+  token: number,
+  error: string,
+  run?: RunTiming,
+): Promise<"failed" | "alert_pending" | "lease_lost"> {
+  if (!(await store.markFailed(ref, token, error, Date.now(), run))) return "lease_lost";
+  return (await sendDeadLetter(env, ref, error)) ? "failed" : "alert_pending";
 }
 
 /**
- * Puts a failed delivery on the dead-letter queue, for alerting. The stored row is the record; a
- * failed send is only logged.
+ * Puts a failed delivery on the dead-letter queue, for alerting. False when the send failed (it is
+ * logged): the caller leaves the lease unsettled, and the dead letter is sent again (`failDelivery`).
  */
-export async function sendDeadLetter(env: Env, ref: DeliveryRef, error: string): Promise<void> {
+export async function sendDeadLetter(env: Env, ref: DeliveryRef, error: string): Promise<boolean> {
   const deadLetter: DeadLetter = { source: ref.source, id: ref.id, error };
-  await env.DEAD_LETTERS.send(deadLetter, { contentType: "json" }).catch((sendError: unknown) => {
-    console.error(`dead-letter send failed for ${ref.source}/${ref.id} (it is failed in the store):`, describeError(sendError));
-  });
+  try {
+    await env.DEAD_LETTERS.send(deadLetter, { contentType: "json" });
+    return true;
+  } catch (sendError) {
+    console.error(`dead-letter send failed for ${ref.source}/${ref.id} (it is failed in the store; sent again after its lease):`, describeError(sendError));
+    return false;
+  }
 }
 
 /** A stable key for downstream APIs: the same for every attempt and replay of a delivery. */

@@ -20,13 +20,23 @@
  * an error) never use up an attempt: the lease is released and the message retried with a
  * growing delay; only a handler that ran counts. Every message is acked only once its delivery is
  * handled, recorded, or known to be someone else's (busy, settled, lease lost).
+ *
+ * Three guards keep one delivery's trouble its own:
+ * - a takeover (its last run vanished: perhaps it killed its invocation) runs alone in its batch
+ *   (batch-gate.ts), so a crash loop is charged only to the delivery that causes it;
+ * - a lease that is lost, or that cannot be renewed, stops the work at once (keep-lease.ts): no
+ *   forward leaves after, and a lease that lapsed while its worker lived counts no run;
+ * - a commit that keeps failing the same way while the database takes the delivery's other
+ *   writes (an effect that always deadlocks or times out) is given up on after
+ *   COMMIT_FAILURE_LIMIT such runs, while an outage (nothing written at all) fails nothing.
  */
 import { loadConfig, QUEUE_MAX_DELAY_SECONDS, type InboxConfig } from "../config";
-import { openBatchStore, type Store } from "../store";
-import { handleFailure, runHandler, sendDeadLetter, type Outcome } from "./attempt";
-import { DeferredError, describeError, PermanentError } from "./errors";
+import { openBatchStore, type AttemptEntry, type Store } from "../store";
+import { failDelivery, handleFailure, runHandler, sendDeadLetter, type Outcome } from "./attempt";
+import { DeferredError, describeError, InfrastructureError, PermanentError } from "./errors";
 import type { HandlerRegistry } from "./handlers";
-import { BatchTimeUpError, holdLease, withDeadline } from "./keep-lease";
+import { BatchGate } from "./batch-gate";
+import { BatchTimeUpError, holdLease, LeaseLapsedError, LeaseLostError, withDeadline, type HeldLease } from "./keep-lease";
 import type { ClaimResult, DeliveryLease } from "./lease";
 import { isDeliveryRef, leaseName, type DeliveryRef } from "./messages";
 
@@ -49,6 +59,13 @@ export const MIN_HANDLER_WINDOW_MS = 60_000;
 /** Retry delays after an infrastructure error: 10 s, doubling with the message's attempts, at most 5 min. */
 export const INFRASTRUCTURE_RETRY_SECONDS = 10;
 export const INFRASTRUCTURE_RETRY_MAX_SECONDS = 300;
+/**
+ * Runs in a row whose commit failed the same way (an infrastructure error, but with the database
+ * taking the delivery's own deferral mark each time) before the delivery is set aside as failed:
+ * its effects, not the database, are then at fault (they always deadlock, or always run past the
+ * statement timeout). Spread over the infrastructure delays, 10 runs take about half an hour.
+ */
+export const COMMIT_FAILURE_LIMIT = 10;
 
 /** What the jobs of one batch share. */
 interface BatchContext {
@@ -59,6 +76,8 @@ interface BatchContext {
   readonly store: Store;
   /** When the batch's time is up (ms, see BATCH_BUDGET_MS). */
   readonly deadlineMs: number;
+  /** The batch's gate: suspects (takeovers) run alone (batch-gate.ts). */
+  readonly gate: BatchGate;
 }
 
 /** The lease object of one delivery. */
@@ -76,6 +95,7 @@ export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, 
     handlers,
     store,
     deadlineMs: Date.now() + BATCH_BUDGET_MS,
+    gate: new BatchGate(),
   };
   const outcomes: Outcome[] = new Array(batch.messages.length);
   let next = 0;
@@ -109,6 +129,7 @@ async function processMessage(message: Message<unknown>, context: BatchContext):
     return { action: "retry", reason: "deferred", delaySeconds: 0 };
   }
   const lease = leaseFor(context.env, ref);
+  const askedAtMs = Date.now();
   let claim;
   try {
     claim = await lease.claim(ref);
@@ -117,11 +138,22 @@ async function processMessage(message: Message<unknown>, context: BatchContext):
   }
   // Someone holds it (its renewals keep it, or its alarm requeues it if they die), or it is finished.
   if (claim.kind !== "granted") return { action: "ack", reason: claim.kind };
-  const stopHolding = holdLease(lease, claim.token, context.config.leaseSeconds * 1000);
+  const held = holdLease(lease, claim.token, context.config.leaseSeconds * 1000, askedAtMs);
+  let leave;
   try {
-    return await processClaimed(ref, lease, claim, context);
+    // A takeover waits until nothing else of the batch runs; the rest wait behind it.
+    leave = await context.gate.enter(claim.takeover, held.signal);
   } catch (error) {
-    // Nothing of this attempt was recorded: give the lease back so that the retry can claim at once.
+    held.stop();
+    // Lost while waiting: the new holder has it. Lapsed: nothing was recorded, the lease runs out.
+    if (error instanceof LeaseLostError) return { action: "ack", reason: "lease_lost" };
+    return infrastructureFailure(ref, message, error);
+  }
+  try {
+    return await processClaimed(ref, lease, claim, held, context);
+  } catch (error) {
+    if (error instanceof LeaseLostError) return { action: "ack", reason: "lease_lost" };
+    // Nothing of this attempt was counted: give the lease back so that the retry can claim at once.
     const outcome = infrastructureFailure(ref, message, error);
     await lease.release(claim.token, Date.now() + outcome.delaySeconds * 1000).catch((releaseError: unknown) => {
       // The lease then runs out by itself and the alarm requeues the delivery, counting nothing.
@@ -129,7 +161,8 @@ async function processMessage(message: Message<unknown>, context: BatchContext):
     });
     return outcome;
   } finally {
-    stopHolding();
+    leave();
+    held.stop();
   }
 }
 
@@ -138,6 +171,7 @@ async function processClaimed(
   ref: DeliveryRef,
   lease: DurableObjectStub<DeliveryLease>,
   { token, takeover, previousToken }: Extract<ClaimResult, { kind: "granted" }>,
+  held: HeldLease,
   { env, config, handlers, store, deadlineMs }: BatchContext,
 ): Promise<Outcome> {
   // A free lease's claim only reads the row; a takeover is recorded first (store/d1/lifecycle.ts).
@@ -148,8 +182,8 @@ async function processClaimed(
     return { action: "ack", reason: "settled" };
   }
   if (claimed.kind === "gave_up") {
-    await sendDeadLetter(env, ref, claimed.error);
-    await settleQuietly(ref, lease, token);
+    // Unsent, the lease stays unsettled: its alarm brings the delivery back to send it again.
+    if (await sendDeadLetter(env, ref, claimed.error)) await settleQuietly(ref, lease, token);
     return { action: "ack", reason: "exhausted" };
   }
 
@@ -162,8 +196,23 @@ async function processClaimed(
     const handlerMs = config.handlerTimeoutSeconds * 1000;
     const leftMs = deadlineMs - Date.now() - 5_000;
     const timeUp = leftMs < handlerMs ? () => new BatchTimeUpError("the consumer invocation's time ran out") : undefined;
-    handled = await withDeadline((signal) => runHandler(env, store, handlers, ref, claimed.delivery, claimed.attempt, signal), Math.max(1_000, Math.min(handlerMs, leftMs)), timeUp);
+    handled = await withDeadline(
+      (signal) => runHandler(env, store, handlers, ref, claimed.delivery, claimed.attempt, signal),
+      Math.max(1_000, Math.min(handlerMs, leftMs)),
+      timeUp,
+      held.signal,
+    );
   } catch (error) {
+    // Taken over: the new holder's result stands; this run records nothing (the fence would refuse it).
+    if (error instanceof LeaseLostError) throw error;
+    // The lease could not be renewed: recorded as not counted (a takeover must not charge a run
+    // whose worker lived), then retried as an infrastructure failure.
+    if (error instanceof LeaseLapsedError) {
+      await store.markDeferred(ref, token, Date.now(), run, "stopped: its lease could not be renewed");
+      throw error;
+    }
+    // A store call made for the handler failed: the database's fault, not counted.
+    if (error instanceof InfrastructureError) throw error;
     // Cut short by the batch's time limit, or told to wait (its forward destination is busy):
     // not the delivery's fault, so its run is not counted.
     if (error instanceof BatchTimeUpError || error instanceof DeferredError) {
@@ -176,9 +225,16 @@ async function processClaimed(
     return handleFailure(error, env, store, config, ref, lease, token, claimed.attempt, run);
   }
 
+  // Taken over while the handler finished: nothing to commit (the fence would refuse it anyway).
+  if (held.signal.reason instanceof LeaseLostError) throw held.signal.reason;
   // Infrastructure errors are thrown (and retried, counting nothing); a commit that landed
   // although the database reported an error counts as committed (store.ts).
-  const commit = await store.commitDone(ref, token, { handled: handled.handled, effects: handled.effects, run }, Date.now());
+  let commit;
+  try {
+    commit = await store.commitDone(ref, token, { handled: handled.handled, effects: handled.effects, run }, Date.now());
+  } catch (error) {
+    return commitFailed(error, claimed.last, env, store, ref, lease, token, run);
+  }
   // A lost lease: another worker took over, its result stands and ours committed nothing.
   if (commit.kind === "lease_lost") return { action: "ack", reason: "lease_lost" };
   if (commit.kind === "refused") {
@@ -188,6 +244,53 @@ async function processClaimed(
   }
   await settleQuietly(ref, lease, token);
   return { action: "ack", reason: handled.handled ? "done" : "unhandled" };
+}
+
+/**
+ * A commit that failed with an infrastructure error. Counted as nothing, and recorded as a deferral
+ * naming the error, unless the delivery's history already ends in COMMIT_FAILURE_LIMIT − 1 such
+ * deferrals with the same reason (`last`, read by the claim): then its effects, not the database,
+ * are at fault (they always deadlock, or always run past the statement timeout), and it is failed
+ * with that reason. Either write is a fenced write to the delivery's own row: if the database takes
+ * nothing (an outage), the original error goes on to the infrastructure path and nothing counts.
+ */
+async function commitFailed(
+  error: unknown,
+  last: AttemptEntry | null,
+  env: Env,
+  store: Store,
+  ref: DeliveryRef,
+  lease: DurableObjectStub<DeliveryLease>,
+  token: number,
+  run: { startedAtMs: number },
+): Promise<Outcome> {
+  const why = `its commit failed: ${describeError(error)}`;
+  const before = last?.outcome === "deferred" && last.error !== null && sameText(last.error, `${why} (not counted)`) ? (last.count ?? 1) : 0;
+  if (before + 1 >= COMMIT_FAILURE_LIMIT) {
+    const reason = `${why} (gave up after ${before + 1} runs whose commit failed the same way while the database answered)`;
+    let failed;
+    try {
+      failed = await failDelivery(env, store, ref, token, reason, run);
+    } catch {
+      throw error;
+    }
+    if (failed === "lease_lost") return { action: "ack", reason: "lease_lost" };
+    if (failed === "failed") await settleQuietly(ref, lease, token);
+    return { action: "ack", reason: "failed" };
+  }
+  let recorded;
+  try {
+    recorded = await store.markDeferred(ref, token, Date.now(), run, why);
+  } catch {
+    throw error;
+  }
+  if (recorded === 0) return { action: "ack", reason: "lease_lost" };
+  throw error;
+}
+
+/** The same text as a store keeps it (Postgres turns NUL and a lone surrogate into U+FFFD). */
+function sameText(stored: string, text: string): boolean {
+  return stored === text || stored === text.replaceAll("\u0000", "\uFFFD").toWellFormed();
 }
 
 /**

@@ -8,6 +8,9 @@
  * - `DeferredError`: not now, and not the delivery's fault (its forward destination is busy): it
  *   goes back on the queue after `delaySeconds`, using up no attempt.
  * - Anything else: retried with exponential backoff until MAX_ATTEMPTS, then `failed`.
+ *
+ * `InfrastructureError` is the inbox's own, not a handler's to throw: a store call made for the
+ * handler (the order guard's read) failed. Like any infrastructure failure it uses up no attempt.
  */
 export class PermanentError extends Error {
   override readonly name = "PermanentError";
@@ -41,6 +44,16 @@ export class DeferredError extends Error {
   ) {
     super(message);
   }
+}
+
+/**
+ * A call the inbox made for the handler (the order guard reading the store) failed: the database,
+ * not the handler, is at fault. The run is not counted: its lease is released and the delivery
+ * retried with the consumer's infrastructure delay, even on its last attempt, and even when the
+ * handler caught this and threw something else.
+ */
+export class InfrastructureError extends Error {
+  override readonly name = "InfrastructureError";
 }
 
 /** A readable one-line description of whatever was thrown, for the `error` column. */

@@ -122,6 +122,12 @@ interface LegacyLease {
 }
 
 const STATE_KEY = "lease";
+/**
+ * An abandoned lease's delivery goes back on the queue after a random 0 to this many seconds: the
+ * leases of deliveries that died together (one of them killed their isolate) run out together, and
+ * would otherwise come back in one batch again.
+ */
+export const REQUEUE_JITTER_SECONDS = 5;
 /** How long an alarm waits to try again while the configuration is invalid. */
 const CONFIG_RETRY_MS = 60_000;
 
@@ -346,8 +352,9 @@ export class DeliveryLease extends DurableObject<Env> {
     }
     // At-least-once: a duplicate message is harmless, the next claim sorts it out. The D1 row
     // judges whether there is anything left to do.
-    await this.env.DELIVERIES.send(ref, { contentType: "json" });
-    await this.ctx.storage.setAlarm(now + leaseMs);
+    const delaySeconds = Math.floor(Math.random() * (REQUEUE_JITTER_SECONDS + 1));
+    await this.env.DELIVERIES.send(ref, { contentType: "json", delaySeconds });
+    await this.ctx.storage.setAlarm(now + leaseMs + delaySeconds * 1000);
   }
 
   /** The lease, read from storage by the first call of a fresh instance (see the top of this file). */

@@ -56,7 +56,11 @@ export async function sweep(env: Env, nowMs: number): Promise<SweepReport> {
     );
     // A failed send is logged and the rows stay stranded: the next run after SWEEP_AFTER_SECONDS retries them.
     if (stranded.length > 0) await enqueueDeliveries(env, stranded);
-    const retention = await store.applyRetention(nowMs - config.retentionDays * DAY_MS, nowMs - config.bodyRetentionDays * DAY_MS, RETENTION_LIMIT);
+    // Never at the edge of now: body pruning walks a watermark that never goes back, and a delivery
+    // whose insert is still in flight has its received_at from before the sweep. With
+    // BODY_RETENTION_DAYS = 0 the watermark could pass it, and its body would be kept until retention.
+    const clearBodiesBeforeMs = Math.min(nowMs - config.bodyRetentionDays * DAY_MS, nowMs - BODY_PRUNING_MIN_AGE_MS);
+    const retention = await store.applyRetention(nowMs - config.retentionDays * DAY_MS, clearBodiesBeforeMs, RETENTION_LIMIT);
     // The overview's counts move on after retention took back what it deleted (store/d1/overview.ts).
     await store.maintainOverview(nowMs);
     const report = { requeued: stranded.length, ...retention };
@@ -66,6 +70,14 @@ export async function sweep(env: Env, nowMs: number): Promise<SweepReport> {
     await store.close();
   }
 }
+
+/**
+ * Bodies are cleared no sooner than this after a delivery was received, even with
+ * BODY_RETENTION_DAYS = 0: far longer than any insert can be in flight (a request's store call is
+ * bounded by STORE_TIMEOUT_SECONDS, 300 at most), so the pruning watermark never passes a row that
+ * is yet to be written.
+ */
+export const BODY_PRUNING_MIN_AGE_MS = 10 * 60_000;
 
 /** A cron sweep reported within this long means the cron is alive: the heartbeat only watches. */
 export const CRON_ALIVE_MS = 180_000;

@@ -59,17 +59,30 @@ export function attemptLogFromColumn(text: string | null): AttemptEntry[] {
     return [];
   }
   if (!Array.isArray(parsed)) return [];
-  const entries: AttemptEntry[] = [];
-  for (const item of parsed as Record<string, unknown>[]) {
-    if (typeof item !== "object" || item === null || typeof item.outcome !== "string" || !OUTCOMES.has(item.outcome)) continue;
-    entries.push({
-      attempt: typeof item.attempt === "number" ? item.attempt : null,
-      at: typeof item.at === "string" ? item.at : null,
-      ms: typeof item.ms === "number" ? item.ms : null,
-      outcome: item.outcome as AttemptOutcome,
-      error: typeof item.error === "string" ? item.error : null,
-      ...(typeof item.count === "number" && Number.isInteger(item.count) && item.count > 1 ? { count: item.count } : {}),
-    });
+  return parsed.map(attemptEntryFrom).filter((entry) => entry !== null);
+}
+
+/**
+ * One entry of the history, as parsed JSON (D1's `json_extract` text parsed, or Postgres's jsonb);
+ * null for anything that is not one.
+ */
+export function attemptEntryFrom(value: unknown): AttemptEntry | null {
+  const item = (typeof value === "string" ? safeParse(value) : value) as Record<string, unknown> | null;
+  if (typeof item !== "object" || item === null || typeof item.outcome !== "string" || !OUTCOMES.has(item.outcome)) return null;
+  return {
+    attempt: typeof item.attempt === "number" ? item.attempt : null,
+    at: typeof item.at === "string" ? item.at : null,
+    ms: typeof item.ms === "number" ? item.ms : null,
+    outcome: item.outcome as AttemptOutcome,
+    error: typeof item.error === "string" ? item.error : null,
+    ...(typeof item.count === "number" && Number.isInteger(item.count) && item.count > 1 ? { count: item.count } : {}),
+  };
+}
+
+function safeParse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
   }
-  return entries;
 }

@@ -1,3 +1,5 @@
+import type { AttemptEntry } from "./attempts";
+
 /**
  * What a claim hands the consumer, and the error the lease fence raises. Shared by the D1 store
  * (d1/lifecycle.ts) and the Postgres store (postgres/lifecycle.ts), and by the consumer through index.ts.
@@ -5,8 +7,12 @@
 
 /** What a claim found (D1: `readClaim` or `markTakeover`; Postgres: its claim statement). */
 export type Claimed =
-  /** The handler may run: this is its `attempt`-th run. */
-  | { readonly kind: "run"; readonly attempt: number; readonly delivery: ClaimedDelivery }
+  /**
+   * The handler may run: this is its `attempt`-th run. `last` is the newest entry of its attempt
+   * history (null: none), read by the claim's own statement: the consumer counts commits that kept
+   * failing the same way by it (processing/consumer.ts `commitFailed`).
+   */
+  | { readonly kind: "run"; readonly attempt: number; readonly delivery: ClaimedDelivery; readonly last: AttemptEntry | null }
   /** MAX_ATTEMPTS recorded runs ended without a result or failed: set aside as failed (a crash loop). */
   | { readonly kind: "gave_up"; readonly attempts: number; readonly error: string }
   /** Not claimable: already done or failed, deleted, or a newer claim got there first. */

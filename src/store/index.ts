@@ -2,10 +2,13 @@
  * The store's door: `openStore` picks the implementation from the bindings, so that nothing
  * outside src/store knows which database runs (store.ts says what both promise).
  */
+import { checkConfig, ConfigError } from "../config";
 import { d1Store } from "./d1";
+import { boundedD1 } from "./d1/bounded";
 import { postgresStore } from "./postgres";
-import { sharedClients } from "./postgres/client";
+import { clientPerOperation, sharedClients } from "./postgres/client";
 import type { ClosableStore, Store } from "./store";
+import { DEFAULT_STORE_TIMEOUT_SECONDS } from "./timeout";
 
 export type { ClosableStore, CommitResult, Effect, Store, Takeover, WaitUntil } from "./store";
 
@@ -17,6 +20,7 @@ export { DELIVERY_STATUSES, type DeliveryDetail, type DeliveryStatus, type Deliv
 export { LISTING_WINDOW, type DeliveryFilter, type ListingKey } from "./listing-query";
 export type { FailedFilter } from "./replay-state";
 export type { RetentionResult } from "./sweeping";
+export { StoreTimeoutError } from "./timeout";
 
 /**
  * The connections one batch store may hold at once on Postgres: one per delivery the consumer runs
@@ -32,7 +36,14 @@ export const BATCH_CONNECTIONS = 8;
  * const outcome = await openStore(c.env).record(delivery, c.executionCtx);
  */
 export function openStore(env: Env): Store {
-  return env.HYPERDRIVE ? postgresStore(env.HYPERDRIVE) : d1Store(env.DB);
+  const timeoutMs = storeTimeoutMs(env);
+  return env.HYPERDRIVE ? postgresStore(env.HYPERDRIVE, clientPerOperation(env.HYPERDRIVE, timeoutMs)) : d1Store(boundedD1(env.DB, timeoutMs));
+}
+
+/** STORE_TIMEOUT_SECONDS in ms; its default while the configuration is invalid (the callers refuse to work then anyway). */
+function storeTimeoutMs(env: Env): number {
+  const config = checkConfig(env);
+  return (config instanceof ConfigError ? DEFAULT_STORE_TIMEOUT_SECONDS : config.storeTimeoutSeconds) * 1000;
 }
 
 /**
@@ -45,6 +56,7 @@ export function openStore(env: Env): Store {
  * try { await store.claim(ref, token, null, Date.now()); } finally { await store.close(); }
  */
 export function openBatchStore(env: Env): ClosableStore {
-  if (env.HYPERDRIVE) return postgresStore(env.HYPERDRIVE, sharedClients(env.HYPERDRIVE, BATCH_CONNECTIONS));
-  return { ...d1Store(env.DB), close: async () => undefined };
+  const timeoutMs = storeTimeoutMs(env);
+  if (env.HYPERDRIVE) return postgresStore(env.HYPERDRIVE, sharedClients(env.HYPERDRIVE, BATCH_CONNECTIONS, timeoutMs));
+  return { ...d1Store(boundedD1(env.DB, timeoutMs)), close: async () => undefined };
 }

@@ -67,8 +67,12 @@ export interface Store {
   commitDone(ref: DeliveryRef, token: number, done: { readonly handled: boolean; readonly effects: readonly Effect[]; readonly run?: RunTiming }, nowMs: number): Promise<CommitResult>;
   /** A retryable failure recorded, the run counted. False when the fence refused. */
   markRetrying(ref: DeliveryRef, token: number, error: string, nowMs: number, run?: RunTiming): Promise<boolean>;
-  /** A run cut short or deferred, not counted. False when the fence refused. */
-  markDeferred(ref: DeliveryRef, token: number, nowMs: number, run?: RunTiming, why?: string): Promise<boolean>;
+  /**
+   * A run cut short or deferred, not counted: how many deferrals in a row with this `why` the
+   * delivery's attempt history now shows (this one included; 1 after a different entry); 0 when the
+   * fence refused.
+   */
+  markDeferred(ref: DeliveryRef, token: number, nowMs: number, run?: RunTiming, why?: string): Promise<number>;
   /** Set aside as failed, the run counted. False when the fence refused. */
   markFailed(ref: DeliveryRef, token: number, error: string, nowMs: number, run?: RunTiming): Promise<boolean>;
   /** The order guard's read: the newest version applied for `entity`, or null (processing/order-guard.ts). */

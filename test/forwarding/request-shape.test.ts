@@ -100,8 +100,9 @@ describe("the forwarded request", () => {
     const url = await planBackend("/claim-only", { status: 200 });
     const forwardEnv = { ...env, ...forwardingTo("standard", url) } as Env;
     const ref = await receive("msg_claim_only", "a=1&b=2", { "content-type": "application/x-www-form-urlencoded; charset=utf-8" }, forwardEnv);
-    // The claim (readClaim, markTakeover) and the done mark; any other statement fails like a database outage.
-    const claimAndCommit = /SELECT status, attempts|SET status = CASE|SET status = 'done'/;
+    // The claim (readClaim, markTakeover) and the done mark (with D1's guard for a row gone, migrations/0011);
+    // any other statement fails like a database outage.
+    const claimAndCommit = /SELECT status, attempts|SET status = CASE|SET status = 'done'|INSERT INTO commit_guard/;
     const store = faultyStore((call) => (call.sql.every((text) => claimAndCommit.test(text)) ? undefined : "throw"));
     const { outcomes } = await consume([ref], NO_HANDLERS, { ...forwardEnv, ...store.bindings });
     expect(store.faulted).toEqual([]);

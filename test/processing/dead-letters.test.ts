@@ -4,7 +4,10 @@ import { describe, expect, it } from "vitest";
 import { recordDeadLetters, REQUEUE_DELAY_SECONDS } from "../../src/processing/dead-letters";
 import { sql } from "../../src/sql";
 import { faultyQueue } from "../helpers/faults";
-import { leaseFor, storeDelivery } from "../helpers/processing";
+import { defineHandlers } from "../../src/processing/handlers";
+import { PermanentError } from "../../src/processing/errors";
+import { consume, expireLease, leaseFor, recordingQueue, storeDelivery } from "../helpers/processing";
+import { rebindObject } from "../helpers/faults";
 import { deliveryRow, exec } from "../helpers/store-db";
 import { unreachableStore } from "../helpers/store-faults";
 
@@ -67,5 +70,31 @@ describe("the dead-letter recorder", () => {
     await exec(sql`UPDATE deliveries SET status = 'done' WHERE id = ${ref.id}`);
     await deliverDeadLetters([ref], { DELIVERIES: faultyQueue(null).queue });
     expect((await deliveryRow(ref.source, ref.id))!.status).toBe("done");
+  });
+});
+
+describe("a failed delivery's dead letter", () => {
+  it("is sent once the dead-letter queue works again when it was down at the failure: the lease stays unsettled and its alarm brings it back", async () => {
+    const ref = { source: "dlqdown", id: "alert-kept" };
+    await storeDelivery(ref);
+    const handlers = defineHandlers({ dlqdown: { "*": () => Promise.reject(new PermanentError("card_declined is final")) } });
+    const down = faultyQueue(null, () => "throw");
+    const failed = await consume([ref], handlers, { DEAD_LETTERS: down.queue });
+    expect(failed.outcomes[0]).toMatchObject({ action: "ack", reason: "failed" });
+    expect(down.faulted).toHaveLength(1);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "failed", attempts: 1 });
+
+    // The lease was left unsettled: its alarm requeues the delivery, whose next claim finds it failed
+    // under the old token and sends the dead letter, leaving the row as it was.
+    await rebindObject(leaseFor(env, ref), { DELIVERIES: faultyQueue(null).queue });
+    expect(await expireLease(leaseFor(env, ref))).toBe(true);
+    const deadLetters = recordingQueue(env.DEAD_LETTERS);
+    const again = await consume([ref], handlers, { DEAD_LETTERS: deadLetters.producer });
+    expect(again.outcomes[0]).toMatchObject({ action: "ack", reason: "exhausted" });
+    expect(deadLetters.sent).toEqual([{ ...ref, error: "PermanentError: card_declined is final" }]);
+    const row = await deliveryRow(ref.source, ref.id);
+    expect(row).toMatchObject({ status: "failed", attempts: 1, error: "PermanentError: card_declined is final" });
+    // Sent: now the lease is settled, and nothing comes back.
+    expect(await leaseFor(env, ref).claim(ref)).toMatchObject({ kind: "settled" });
   });
 });

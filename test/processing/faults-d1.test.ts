@@ -10,7 +10,7 @@ import { defineHandlers, type Handler } from "../../src/processing/handlers";
 import { sql } from "../../src/sql";
 import { faultyD1 } from "../helpers/faults";
 import { consume, createEffectTables, storeDelivery } from "../helpers/processing";
-import { count } from "../helpers/store-db";
+import { count, deliveryRow } from "../helpers/store-db";
 
 beforeAll(createEffectTables);
 
@@ -28,5 +28,26 @@ describe("a shared commit", () => {
     expect(lostAck.faulted.length).toBeGreaterThan(0);
     expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done", "done", "done", "done"]);
     for (const ref of refs) expect(await count(sql`SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ${ref.id}`)).toBe(1);
+  });
+});
+
+describe("a D1 call that never answers", () => {
+  it("is given up on after STORE_TIMEOUT_SECONDS: the delivery is retried, not stalled, and done once when D1 answers again", { timeout: 30_000 }, async () => {
+    const ref = { source: "d1hangs", id: "commit-never-answers" };
+    await storeDelivery(ref);
+    const hung = faultyD1(env.DB, (call) => (call.method === "batch" && call.sql.some((text) => text.includes("SET status = 'done'")) ? "hang" : undefined));
+    const handlers = defineHandlers({ d1hangs: { "*": keyed } });
+    try {
+      const { outcomes } = await consume([ref], handlers, { DB: hung.db, STORE_TIMEOUT_SECONDS: "1" } as Partial<Env>);
+      expect(hung.faulted.length).toBeGreaterThan(0);
+      expect(outcomes[0]).toMatchObject({ action: "retry", reason: "infrastructure" });
+      const row = await deliveryRow(ref.source, ref.id);
+      expect(row).toMatchObject({ status: "received", attempts: 0 });
+      expect(row!.attempt_log).toContain("StoreTimeoutError: D1 did not answer a batch within 1 s");
+    } finally {
+      hung.release();
+    }
+    expect((await consume([ref], handlers)).outcomes[0]!.reason).toBe("done");
+    expect(await count(sql`SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ${ref.id}`)).toBe(1);
   });
 });

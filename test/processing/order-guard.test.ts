@@ -3,6 +3,7 @@ import { defineHandlers, type Handler } from "../../src/processing/handlers";
 import { sql } from "../../src/sql";
 import { consume, gate, storeDelivery } from "../helpers/processing";
 import { deliveryRow, exec, firstRow } from "../helpers/store-db";
+import { faultyStore } from "../helpers/store-faults";
 
 beforeAll(async () => {
   await exec(sql`CREATE TABLE IF NOT EXISTS customers (id TEXT PRIMARY KEY, email TEXT NOT NULL)`);
@@ -64,5 +65,70 @@ describe("the out-of-order guard", () => {
     await consume([{ source: "crm", id: "race-old" }], handlers);
     expect(await email("c2")).toBe("new@example.com");
     expect(await deliveryRow("crm", "race-old")).toMatchObject({ status: "done", attempts: 2 });
+  });
+
+  it("gives one decision per entity and version in a run: asking twice adds one bump, and the delivery is done", async () => {
+    const ref = { source: "crm", id: "asks-twice" };
+    await storeDelivery(ref, { customer: "c3", email: "twice@example.com", version: 5 }, "customer.updated");
+    const answers: boolean[] = [];
+    const asksTwice = defineHandlers({
+      crm: {
+        "customer.updated": async (event: CustomerUpdated, ctx) => {
+          // Two helpers of one handler each guard the same entity.
+          answers.push(await ctx.order.isNewer(`customer:${event.customer}`, event.version));
+          await updateCustomer(event, ctx);
+          answers.push(await ctx.order.isNewer(`customer:${event.customer}`, event.version));
+        },
+      },
+    });
+    const { outcomes } = await consume([ref], asksTwice);
+    expect(outcomes[0]!.reason).toBe("done");
+    expect(answers).toEqual([true, true]);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 });
+    expect(await email("c3")).toBe("twice@example.com");
+    expect(await firstRow(sql`SELECT version, delivery_id FROM entity_versions WHERE entity = 'customer:c3'`)).toEqual({ version: 5, delivery_id: ref.id });
+  });
+
+  it("counts a version queued earlier in the run as applied: a newer one is still newer, an older one is not", async () => {
+    const ref = { source: "crm", id: "asks-for-three" };
+    await storeDelivery(ref, { customer: "c4", email: "three@example.com", version: 1 }, "customer.updated");
+    const answers: boolean[] = [];
+    const threeVersions = defineHandlers({
+      crm: {
+        "customer.updated": async (event: CustomerUpdated, ctx) => {
+          for (const version of [5, 7, 6]) answers.push(await ctx.order.isNewer(`customer:${event.customer}`, version));
+        },
+      },
+    });
+    expect((await consume([ref], threeVersions)).outcomes[0]!.reason).toBe("done");
+    expect(answers).toEqual([true, true, false]);
+    expect(await firstRow(sql`SELECT version FROM entity_versions WHERE entity = 'customer:c4'`)).toEqual({ version: 7 });
+  });
+
+  it("counts a failed read of the guard as the database's fault, not the handler's: no attempt used, even the last, even if the handler rethrows it", async () => {
+    for (const rethrow of [false, true]) {
+      const ref = { source: "crm", id: `guard-read-fails-${rethrow}` };
+      await storeDelivery(ref, { customer: `c5-${rethrow}`, email: "read@example.com", version: 3 }, "customer.updated");
+      await exec(sql`UPDATE deliveries SET attempts = 4, error = 'earlier failure' WHERE id = ${ref.id}`);
+      const readFails = faultyStore((call) => (call.sql.some((text) => text.includes("SELECT version FROM entity_versions")) ? "throw" : undefined));
+      const wrapping = defineHandlers({
+        crm: {
+          "customer.updated": async (event: CustomerUpdated, ctx) => {
+            try {
+              await updateCustomer(event, ctx);
+            } catch (error) {
+              if (rethrow) throw new Error(`could not check the order: ${String(error)}`);
+              throw error;
+            }
+          },
+        },
+      });
+      const { outcomes } = await consume([ref], wrapping, readFails.bindings);
+      expect(readFails.faulted.length, String(rethrow)).toBeGreaterThan(0);
+      expect(outcomes[0], String(rethrow)).toMatchObject({ action: "retry", reason: "infrastructure" });
+      expect(await deliveryRow(ref.source, ref.id), String(rethrow)).toMatchObject({ status: "received", attempts: 4, error: "earlier failure" });
+      expect((await consume([ref], handlers)).outcomes[0]!.reason).toBe("done");
+      expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 5 });
+    }
   });
 });

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { loadConfig } from "../../src/config";
 import worker from "../../src/index";
-import { CONFIG_RETRY_MS, CRON_ALIVE_MS, ensureSweepHeartbeat, HEARTBEAT_CHECK_MS, planBeat, sweep, sweeperFor, WATCH_INTERVAL_MS } from "../../src/processing/sweeper";
+import { BODY_PRUNING_MIN_AGE_MS, CONFIG_RETRY_MS, CRON_ALIVE_MS, ensureSweepHeartbeat, HEARTBEAT_CHECK_MS, planBeat, sweep, sweeperFor, WATCH_INTERVAL_MS } from "../../src/processing/sweeper";
 import { SqlStatement, type SqlValue } from "../../src/sql";
 import { recordingQueue, storeDelivery } from "../helpers/processing";
 import { deliveryRow, exec } from "../helpers/store-db";
@@ -206,5 +206,25 @@ describe("planBeat", () => {
     expect(planBeat(NOW, 20_000, NOW - CRON_ALIVE_MS)).toEqual({ sweep: true, nextAlarmMs: NOW + 20_000 });
     expect(planBeat(NOW, 20_000, NOW - 30_000)).toEqual({ sweep: false, nextAlarmMs: NOW + WATCH_INTERVAL_MS });
     expect(planBeat(NOW, 300_000, NOW - 30_000)).toEqual({ sweep: false, nextAlarmMs: NOW + 300_000 });
+  });
+});
+
+describe("body pruning with BODY_RETENTION_DAYS = 0", () => {
+  it("clears the body of a delivery whose insert was in flight when a sweep ran: the watermark never passes it", async () => {
+    const zero = { ...env, BODY_RETENTION_DAYS: "0" };
+    await storeDelivery({ source: "prune-zero", id: "newer" }, { secret: "pii" });
+    await age("prune-zero", "newer", { status: "done", received_at: iso(NOW - 1_000) });
+    await sweep(zero, NOW);
+    // Too fresh to prune yet: a delivery received before it may still be on its way to the store.
+    expect((await deliveryRow("prune-zero", "newer"))!.body).not.toBeNull();
+    // That one: received (its received_at taken) before the sweep, written after it, then done.
+    await storeDelivery({ source: "prune-zero", id: "in-flight" }, { secret: "pii" });
+    await age("prune-zero", "in-flight", { status: "done", received_at: iso(NOW - 2_000) });
+    const later = NOW + BODY_PRUNING_MIN_AGE_MS + MINUTE;
+    vi.setSystemTime(later);
+    const report = await sweep(zero, later);
+    expect(report.bodiesCleared).toBeGreaterThanOrEqual(2);
+    expect((await deliveryRow("prune-zero", "newer"))!.body).toBeNull();
+    expect((await deliveryRow("prune-zero", "in-flight"))!.body).toBeNull();
   });
 });

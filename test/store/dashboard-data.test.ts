@@ -170,9 +170,12 @@ describe("the attempt history", () => {
     await recordDelivery({ ...ref, eventType: null, body, receivedAtMs: NOW });
     const busy = "the forward destination has 2 requests in flight already";
     expect(await store().markRetrying(ref, 1, "RetryAfterError: the forward destination answered 503", NOW + 10, { startedAtMs: NOW })).toBe(true);
-    for (const token of [2, 3, 4]) expect(await store().markDeferred(ref, token, NOW + token * 1_000 + 7, { startedAtMs: NOW + token * 1_000 }, busy)).toBe(true);
-    expect(await store().markDeferred(ref, 5, NOW + 5_000, undefined)).toBe(true);
-    expect(await store().markDeferred(ref, 6, NOW + 6_003, { startedAtMs: NOW + 6_000 }, busy)).toBe(true);
+    // Each answers how many deferrals in a row with its reason the history now shows.
+    for (const token of [2, 3, 4]) expect(await store().markDeferred(ref, token, NOW + token * 1_000 + 7, { startedAtMs: NOW + token * 1_000 }, busy)).toBe(token - 1);
+    expect(await store().markDeferred(ref, 5, NOW + 5_000, undefined)).toBe(1);
+    expect(await store().markDeferred(ref, 6, NOW + 6_003, { startedAtMs: NOW + 6_000 }, busy)).toBe(1);
+    // A stale token is refused by the fence: 0.
+    expect(await store().markDeferred(ref, 5, NOW + 7_000, undefined, busy)).toBe(0);
     expect((await store().get(ref))!.attemptLog).toEqual([
       { attempt: 1, at: "2026-12-04T00:00:00.000Z", ms: 10, outcome: "retry", error: "RetryAfterError: the forward destination answered 503" },
       { attempt: null, at: "2026-12-04T00:00:04.000Z", ms: 7, outcome: "deferred", error: `${busy} (not counted)`, count: 3 },

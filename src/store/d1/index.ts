@@ -12,7 +12,7 @@ import { createBatcher, type StatementBatcher } from "./batcher";
 import { countDuplicate } from "./duplicates";
 import { recordDeliveryGrouped } from "./group-commit";
 import { withDuplicateCounted } from "../new-delivery";
-import { claimedDelivery, committedWith, isLeaseLost, markDeferred, markDone, markFailed, markRetrying, markTakeover, readClaim } from "./lifecycle";
+import { claimedDelivery, committedWith, isLeaseLost, markDeferred, markDone, markFailed, markRetrying, markTakeover, readClaim, requireDone } from "./lifecycle";
 import { findDeliveryById, listDeliveries } from "./listing";
 import { maintainOverview, readOverview } from "./overview";
 import { countFailed, replayState, resetFailedForReplay, resetForReplay } from "./replay";
@@ -74,7 +74,7 @@ export function d1Store(db: D1Database): Store {
     async commitDone(ref, token, { handled, effects, run }, nowMs) {
       let statements: D1PreparedStatement[];
       try {
-        statements = [markDone(db, ref, token, handled, nowMs, run), ...effects.map((effect) => d1Statement(db, effect))];
+        statements = [markDone(db, ref, token, handled, nowMs, run), requireDone(db, ref, token), ...effects.map((effect) => d1Statement(db, effect))];
       } catch (error) {
         // A statement D1 would not even prepare: the handler's, never going to work.
         return { kind: "refused", error, permanent: true };

@@ -20,7 +20,7 @@
  */
 import type { DeliveryRef } from "../../delivery-ref";
 import { appendAttempt, deferredAttempt, entryAt } from "./attempt-log";
-import { attemptJson, type RunTiming } from "../attempts";
+import { attemptEntryFrom, attemptJson, type RunTiming } from "../attempts";
 import { LEASE_LOST, type Claimed } from "../claims";
 import { isoTime } from "../clock";
 import { bodyColumns, bodyFromRow } from "./columns";
@@ -33,6 +33,9 @@ import { bodyColumns, bodyFromRow } from "./columns";
  */
 const CONTENT_TYPE = `(SELECT json_extract(header.value, '$[1]') FROM json_each(CASE WHEN json_valid(headers) THEN headers END) AS header
                         WHERE json_extract(header.value, '$[0]') = 'content-type' LIMIT 1) AS content_type`;
+
+/** The newest entry of the attempt history, as JSON text (null: none), read by the claim's own statement too. */
+const LAST_ATTEMPT = "CASE WHEN json_valid(attempt_log) THEN json_extract(attempt_log, '$[#-1]') END AS last_attempt";
 
 /** How the error of a delivery whose workers kept dying begins (see `markTakeover`). */
 const GAVE_UP = "gave up: the worker kept crashing (";
@@ -53,7 +56,7 @@ const RESULT_FENCE = "status IN ('received', 'processing') AND (coalesce(lease_t
 export function readClaim(db: D1Database, ref: DeliveryRef, token: number): D1PreparedStatement {
   return db
     .prepare(
-      `SELECT status, attempts, error, event_type, ${CONTENT_TYPE}, ${bodyColumns()} FROM deliveries
+      `SELECT status, attempts, error, event_type, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, ${bodyColumns()} FROM deliveries
         WHERE source = ?1 AND id = ?2 AND status IN ('received', 'processing') AND coalesce(lease_token, 0) < ?3`,
     )
     .bind(ref.source, ref.id, token);
@@ -75,6 +78,11 @@ export function readClaim(db: D1Database, ref: DeliveryRef, token: number): D1Pr
  * Running it again with the same token (a batch that committed but reported an error is retried
  * statement by statement) returns the row as the first run left it, `failed` included, and counts
  * nothing twice: SQLite evaluates every SET expression against the row as it was.
+ *
+ * A row the previous holder set `failed` (`previousToken`, or any when that is not known) is
+ * returned as it is, unchanged: that holder died, or could not send the dead letter, before it
+ * settled the lease (processing/attempt.ts `failDelivery`), so the dead letter may not have gone
+ * out. The consumer sends it again (at least once: an alert is never lost, at worst repeated).
  */
 export function markTakeover(db: D1Database, ref: DeliveryRef, token: number, previousToken: number, maxAttempts: number, nowMs: number): D1PreparedStatement {
   const again = "lease_token IS ?3";
@@ -85,26 +93,31 @@ export function markTakeover(db: D1Database, ref: DeliveryRef, token: number, pr
   return db
     .prepare(
       `UPDATE deliveries
-          SET status = CASE WHEN ${again} THEN status WHEN ${gaveUp} THEN 'failed' ELSE 'processing' END,
-              error = CASE WHEN ${again} THEN error WHEN ${gaveUp} THEN '${GAVE_UP}' || (attempts + 1) || ' attempts without a result)' ELSE error END,
-              attempts = CASE WHEN ${again} THEN attempts WHEN ${vanished} THEN attempts + 1 ELSE attempts END,
+          SET status = CASE WHEN ${again} OR status = 'failed' THEN status WHEN ${gaveUp} THEN 'failed' ELSE 'processing' END,
+              error = CASE WHEN ${again} OR status = 'failed' THEN error WHEN ${gaveUp} THEN '${GAVE_UP}' || (attempts + 1) || ' attempts without a result)' ELSE error END,
+              attempts = CASE WHEN ${again} OR status = 'failed' THEN attempts WHEN ${vanished} THEN attempts + 1 ELSE attempts END,
               attempt_log = CASE WHEN NOT (${again}) AND ${vanished} THEN ${appendAttempt(vanishedEntry)} ELSE attempt_log END,
-              lease_token = ?3, updated_at = ?4
-        WHERE source = ?1 AND id = ?2 AND ((${RESULT_FENCE}) OR (lease_token = ?3 AND status = 'failed'))
-        RETURNING status, attempts, error, event_type, ${CONTENT_TYPE}, ${bodyColumns("body", "status = 'processing'")}`,
+              lease_token = ?3, updated_at = CASE WHEN status = 'failed' THEN updated_at ELSE ?4 END
+        WHERE source = ?1 AND id = ?2 AND ((${RESULT_FENCE}) OR (status = 'failed' AND (lease_token = ?3 OR lease_token = ?6 OR ?6 = 0)))
+        RETURNING status, attempts, error, event_type, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, ${bodyColumns("body", "status = 'processing'")}`,
     )
     .bind(ref.source, ref.id, token, isoTime(nowMs), maxAttempts, previousToken, attemptJson("vanished", nowMs, undefined, "the worker's lease ran out without a result"));
 }
 
 /** What a claim's result (`readClaim` or `markTakeover`) says. */
 export function claimedDelivery(result: D1Result): Claimed {
-  const row = result.results[0] as { status: string; attempts: number; error: string; event_type: string | null; content_type: unknown } | undefined;
+  const row = result.results[0] as { status: string; attempts: number; error: string; event_type: string | null; content_type: unknown; last_attempt: unknown } | undefined;
   if (!row) return { kind: "gone" };
   if (row.status === "failed") return { kind: "gave_up", attempts: row.attempts, error: row.error };
   // `attempts` counts the runs that ended; this one is the next. A row whose body retention
   // cleared is never claimable (a replay refuses it); an empty body is.
   const contentType = typeof row.content_type === "string" && row.content_type !== "" ? row.content_type : null;
-  return { kind: "run", attempt: row.attempts + 1, delivery: { eventType: row.event_type, body: bodyFromRow(row) ?? new Uint8Array(0), contentType } };
+  return {
+    kind: "run",
+    attempt: row.attempts + 1,
+    delivery: { eventType: row.event_type, body: bodyFromRow(row) ?? new Uint8Array(0), contentType },
+    last: attemptEntryFrom(row.last_attempt),
+  };
 }
 
 /**
@@ -121,6 +134,21 @@ export function markDone(db: D1Database, ref: DeliveryRef, token: number, handle
         WHERE source = ?1 AND id = ?2`,
     )
     .bind(ref.source, ref.id, token, handled ? 1 : 0, isoTime(nowMs), attemptJson(handled ? "done" : "unhandled", nowMs, run));
+}
+
+/**
+ * Goes right after `markDone` in the commit's batch: aborts it (the fence's `lease_lost`, through
+ * migrations/0011's trigger) when the delivery is not done under `token`, i.e. when the mark found
+ * no row (deleted under the worker). Without it the effects would commit with no done mark; with a
+ * row, the fence has already decided, and this reads one row by its key and writes nothing.
+ */
+export function requireDone(db: D1Database, ref: DeliveryRef, token: number): D1PreparedStatement {
+  return db
+    .prepare(
+      `INSERT INTO commit_guard (source, id) SELECT ?1, ?2
+        WHERE NOT EXISTS (SELECT 1 FROM deliveries WHERE source = ?1 AND id = ?2 AND status = 'done' AND commit_token = ?3)`,
+    )
+    .bind(ref.source, ref.id, token);
 }
 
 /**
@@ -157,8 +185,8 @@ export async function markRetrying(db: D1Database, ref: DeliveryRef, token: numb
  * Records a run cut short by the consumer's own time limit, or deferred because its forward
  * destination was busy (not the handler's fault): back to `received`, the run not counted, `why`
  * in its attempt history. A deferral right after one with the same `why` updates that entry (its
- * time, and a count) instead of adding one (`deferredAttempt`). Fenced: false when a newer claim
- * took the delivery over.
+ * time, and a count) instead of adding one (`deferredAttempt`). Returns that count (1 for a new
+ * entry); 0 when the fence refused (a newer claim took the delivery over).
  */
 export async function markDeferred(
   db: D1Database,
@@ -167,15 +195,16 @@ export async function markDeferred(
   nowMs: number,
   run?: RunTiming,
   why = "cut short: the consumer invocation's time ran out",
-): Promise<boolean> {
-  const result = await db
+): Promise<number> {
+  const row = await db
     .prepare(
       `UPDATE deliveries SET status = 'received', lease_token = ?3, updated_at = ?4, attempt_log = ${deferredAttempt(5)}
-        WHERE source = ?1 AND id = ?2 AND ${RESULT_FENCE}`,
+        WHERE source = ?1 AND id = ?2 AND ${RESULT_FENCE}
+        RETURNING coalesce(json_extract(attempt_log, '$[#-1].count'), 1) AS repeats`,
     )
     .bind(ref.source, ref.id, token, isoTime(nowMs), attemptJson("deferred", nowMs, run, `${why} (not counted)`))
-    .run();
-  return result.meta.changes > 0;
+    .first<{ repeats: number }>();
+  return row?.repeats ?? 0;
 }
 
 /** Sets a delivery aside as `failed` with its error, the run counted; fenced to the lease `token`. */

@@ -23,6 +23,7 @@
  * Buffer, jsonb parsed; the callers convert (`toNumber`, `toBytes`).
  */
 import { Client, DatabaseError, Pool } from "pg";
+import { DEFAULT_STORE_TIMEOUT_SECONDS } from "../timeout";
 import type { Queryable } from "./queryable";
 
 /** What a query function takes as its first argument (queryable.ts): pg's `Client` is one. */
@@ -32,13 +33,26 @@ export type { Queryable };
 export const CONNECT_TIMEOUT_MS = 10_000;
 
 /**
+ * The wait for any one query's answer (STORE_TIMEOUT_SECONDS, store/timeout.ts), kept by pg on the
+ * client's side: a statement stuck behind a lock (a `LOCK deliveries` held in psql) or running
+ * long fails as infrastructure instead of hanging while the lease is renewed through it. Server-side
+ * timeouts are not set as startup parameters: they pass through Hyperdrive untested here, and a
+ * refused parameter would fail every connection. The client that timed out is ended (withClient,
+ * sharedClients), so a transaction it held open rolls back; a lone statement may still land later,
+ * which every caller allows for (fenced writes, the commit token).
+ */
+function queryTimeout(timeoutMs: number) {
+  return { query_timeout: timeoutMs };
+}
+
+/**
  * Runs `fn` with a client of its own, connected to the database behind `hyperdrive`, and ends it
  * whatever happens. A failed connect throws (infrastructure).
  * @example
  * const rows = await withClient(env.HYPERDRIVE, async (db) => (await db.query("SELECT 1 AS one")).rows);
  */
-export async function withClient<T>(hyperdrive: Hyperdrive, fn: (db: Queryable) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: hyperdrive.connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+export async function withClient<T>(hyperdrive: Hyperdrive, fn: (db: Queryable) => Promise<T>, timeoutMs = DEFAULT_STORE_TIMEOUT_SECONDS * 1000): Promise<T> {
+  const client = new Client({ connectionString: hyperdrive.connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, ...queryTimeout(timeoutMs) });
   // An error on an idle connection is emitted, not thrown; unheard it would crash the isolate.
   // The query in flight, if any, is rejected with it anyway.
   client.on("error", () => {});
@@ -62,8 +76,8 @@ export interface Connections {
 }
 
 /** A client of its own for each operation (`withClient`): for a request, which holds nothing open. */
-export function clientPerOperation(hyperdrive: Hyperdrive): Connections {
-  return { run: (fn) => withClient(hyperdrive, fn), close: async () => undefined };
+export function clientPerOperation(hyperdrive: Hyperdrive, timeoutMs = DEFAULT_STORE_TIMEOUT_SECONDS * 1000): Connections {
+  return { run: (fn) => withClient(hyperdrive, fn, timeoutMs), close: async () => undefined };
 }
 
 /**
@@ -77,13 +91,14 @@ export function clientPerOperation(hyperdrive: Hyperdrive): Connections {
  * const connections = sharedClients(env.HYPERDRIVE, 8);
  * try { await connections.run((db) => db.query("SELECT 1")); } finally { await connections.close(); }
  */
-export function sharedClients(hyperdrive: Hyperdrive, max: number): Connections {
+export function sharedClients(hyperdrive: Hyperdrive, max: number, timeoutMs = DEFAULT_STORE_TIMEOUT_SECONDS * 1000): Connections {
   let pool: Pool | null = null;
   let closed = false;
   const open = () => {
     const created = new Pool({
       connectionString: hyperdrive.connectionString,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      ...queryTimeout(timeoutMs),
       max,
       // Idle clients stay until close(): a delivery's claim and its commit, a handler's run apart, reuse one.
       idleTimeoutMillis: 0,
@@ -96,7 +111,7 @@ export function sharedClients(hyperdrive: Hyperdrive, max: number): Connections 
     async run(fn) {
       // An operation still running when its batch was closed (a worker the batch stopped waiting
       // for) gets a client of its own, ended after it, rather than a pool nobody would close.
-      if (closed) return withClient(hyperdrive, fn);
+      if (closed) return withClient(hyperdrive, fn, timeoutMs);
       pool ??= open();
       const client = await pool.connect();
       client.on("error", ignore);

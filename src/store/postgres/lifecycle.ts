@@ -15,7 +15,7 @@
  */
 import type { DeliveryRef } from "../../delivery-ref";
 import { SqlStatement } from "../../sql";
-import { attemptJson, type RunTiming } from "../attempts";
+import { attemptEntryFrom, attemptJson, type RunTiming } from "../attempts";
 import { LEASE_LOST, type Claimed } from "../claims";
 import { isoTime } from "../clock";
 import type { CommitResult, Effect, Takeover } from "../store";
@@ -29,6 +29,9 @@ import { ownTransaction } from "./queryable";
  */
 const CONTENT_TYPE = `(SELECT header ->> 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(headers) = 'array' THEN headers END) AS header
                         WHERE header ->> 0 = 'content-type' LIMIT 1) AS content_type`;
+
+/** The newest entry of the attempt history (jsonb, null: none), read by the claim's own statement too. */
+const LAST_ATTEMPT = "attempt_log -> -1 AS last_attempt";
 
 /** How the error of a delivery whose workers kept dying begins (store/d1/lifecycle.ts `markTakeover`). */
 const GAVE_UP = "gave up: the worker kept crashing (";
@@ -46,6 +49,7 @@ interface ClaimRow {
   error: string | null;
   event_type: string | null;
   content_type: string | null;
+  last_attempt: unknown;
   body: Uint8Array | null;
 }
 
@@ -69,7 +73,7 @@ export async function claim(db: Queryable, ref: DeliveryRef, token: number, take
  */
 function readClaim(db: Queryable, ref: DeliveryRef, token: number) {
   return db.query<ClaimRow>(
-    `SELECT status, attempts, error, event_type, ${CONTENT_TYPE}, body FROM deliveries
+    `SELECT status, attempts, error, event_type, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, body FROM deliveries
       WHERE source = $1 AND id = $2 AND status IN ('received', 'processing') AND coalesce(lease_token, 0) < $3::bigint`,
     [ref.source, ref.id, token],
   );
@@ -79,7 +83,9 @@ function readClaim(db: Queryable, ref: DeliveryRef, token: number) {
  * The claim of a takeover, recorded before its handler runs: `processing` under `token`. The vanished
  * run (previous token `previousToken`, 0 when unknown) is counted only when it was a recorded
  * takeover itself; when it was the `maxAttempts`-th, the delivery is set `failed` instead. Run again
- * with the same token, it returns the row as the first run left it and counts nothing twice.
+ * with the same token, it returns the row as the first run left it and counts nothing twice. A row
+ * the previous holder set `failed` without settling its lease is returned unchanged, for its dead
+ * letter to be sent again (store/d1/lifecycle.ts says why).
  */
 function markTakeover(db: Queryable, ref: DeliveryRef, token: number, previousToken: number, maxAttempts: number, nowMs: number) {
   // Null-safe, as SQLite's `IS`: a row without a token is not this claim's.
@@ -90,13 +96,14 @@ function markTakeover(db: Queryable, ref: DeliveryRef, token: number, previousTo
   const vanishedEntry = entryAt(7, "attempts + 1");
   return db.query<ClaimRow>(
     `UPDATE deliveries
-        SET status = CASE WHEN ${again} THEN status WHEN ${gaveUp} THEN 'failed' ELSE 'processing' END,
-            error = CASE WHEN ${again} THEN error WHEN ${gaveUp} THEN '${GAVE_UP}' || (attempts + 1) || ' attempts without a result)' ELSE error END,
-            attempts = CASE WHEN ${again} THEN attempts WHEN ${vanished} THEN attempts + 1 ELSE attempts END,
+        SET status = CASE WHEN ${again} OR status = 'failed' THEN status WHEN ${gaveUp} THEN 'failed' ELSE 'processing' END,
+            error = CASE WHEN ${again} OR status = 'failed' THEN error WHEN ${gaveUp} THEN '${GAVE_UP}' || (attempts + 1) || ' attempts without a result)' ELSE error END,
+            attempts = CASE WHEN ${again} OR status = 'failed' THEN attempts WHEN ${vanished} THEN attempts + 1 ELSE attempts END,
             attempt_log = CASE WHEN NOT (${again}) AND ${vanished} THEN ${appendAttempt(vanishedEntry)} ELSE attempt_log END,
-            lease_token = $3::bigint, updated_at = $4::text
-      WHERE source = $1 AND id = $2 AND ((${RESULT_FENCE}) OR (lease_token = $3::bigint AND status = 'failed'))
-      RETURNING status, attempts, error, event_type, ${CONTENT_TYPE}, CASE WHEN status = 'processing' THEN body END AS body`,
+            lease_token = $3::bigint, updated_at = CASE WHEN status = 'failed' THEN updated_at ELSE $4::text END
+      WHERE source = $1 AND id = $2
+        AND ((${RESULT_FENCE}) OR (status = 'failed' AND (lease_token = $3::bigint OR lease_token = $6::bigint OR $6::bigint = 0)))
+      RETURNING status, attempts, error, event_type, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, CASE WHEN status = 'processing' THEN body END AS body`,
     [ref.source, ref.id, token, isoTime(nowMs), maxAttempts, previousToken, attemptJson("vanished", nowMs, undefined, "the worker's lease ran out without a result")],
   );
 }
@@ -107,7 +114,12 @@ function claimedDelivery(row: ClaimRow | undefined): Claimed {
   if (row.status === "failed") return { kind: "gave_up", attempts: row.attempts, error: row.error ?? "" };
   // `attempts` counts the runs that ended; this one is the next. An empty body is a body.
   const contentType = typeof row.content_type === "string" && row.content_type !== "" ? row.content_type : null;
-  return { kind: "run", attempt: row.attempts + 1, delivery: { eventType: row.event_type, body: row.body ? toBytes(row.body) : new Uint8Array(0), contentType } };
+  return {
+    kind: "run",
+    attempt: row.attempts + 1,
+    delivery: { eventType: row.event_type, body: row.body ? toBytes(row.body) : new Uint8Array(0), contentType },
+    last: attemptEntryFrom(row.last_attempt),
+  };
 }
 
 /** What a done commit carries (store.ts `Store.commitDone`). */
@@ -267,13 +279,14 @@ export async function markDeferred(
   nowMs: number,
   run?: RunTiming,
   why = "cut short: the consumer invocation's time ran out",
-): Promise<boolean> {
-  const result = await db.query(
+): Promise<number> {
+  const { rows } = await db.query<{ repeats: unknown }>(
     `UPDATE deliveries SET status = 'received', lease_token = $3::bigint, updated_at = $4::text, attempt_log = ${deferredAttempt(5)}
-      WHERE source = $1 AND id = $2 AND ${RESULT_FENCE}`,
+      WHERE source = $1 AND id = $2 AND ${RESULT_FENCE}
+      RETURNING coalesce((attempt_log -> -1 ->> 'count')::bigint, 1) AS repeats`,
     [ref.source, ref.id, token, isoTime(nowMs), attemptJson("deferred", nowMs, run, `${pgText(why)} (not counted)`)],
   );
-  return (result.rowCount ?? 0) > 0;
+  return rows[0] ? toNumber(rows[0].repeats) : 0;
 }
 
 /**
