@@ -14,7 +14,8 @@ import { expect, it } from "vitest";
 import { HANDLERS } from "../src/handlers";
 import { app } from "../src/http/app";
 import { consumeDeliveries } from "../src/processing/consumer";
-import { defineHandlers } from "../src/processing/handlers";
+import { defineHandlers } from "../src/handler-api";
+import { registryResolver } from "../src/handler-api/registry";
 import type { DeliveryRef } from "../src/processing/messages";
 
 const counts = {
@@ -188,7 +189,7 @@ it("meters one delivery's billable operations", { timeout: 120_000 }, async () =
   const batchSize = 50; // wrangler.toml max_batch_size
   for (let start = 0; start < sent.length; start += batchSize) {
     const messages = sent.slice(start, start + batchSize).map((body, index) => ({ id: `m${start + index}`, timestamp: new Date(), attempts: 1, body }));
-    const outcomes = await consumeDeliveries(createMessageBatch("webhook-deliveries", messages), metered, handlers);
+    const outcomes = await consumeDeliveries(createMessageBatch("webhook-deliveries", messages), metered, registryResolver(handlers));
     expect(outcomes.every((outcome) => outcome.action === "ack")).toBe(true);
   }
   expect(counts.leaseStorageRowsWritten).toBeGreaterThan(0);

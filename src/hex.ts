@@ -18,3 +18,11 @@ export function toHex(bytes: Uint8Array): string {
   }
   return parts.join("");
 }
+
+/** Strict hex decoding: null for odd length or any non-hex character. */
+export function fromHex(text: string): Uint8Array | null {
+  if (text.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(text)) return null;
+  const out = new Uint8Array(text.length / 2);
+  for (let index = 0; index < out.length; index++) out[index] = parseInt(text.slice(index * 2, index * 2 + 2), 16);
+  return out;
+}

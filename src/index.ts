@@ -8,6 +8,7 @@
  * - Durable Objects: DeliveryLease (one per delivery), Sweeper (the sweep heartbeat) and
  *   SignInThrottle (the dashboard's failed sign-ins, one per client address)
  */
+import { withConfiguredForwarding } from "./forwarding/resolver";
 import { HANDLERS } from "./handlers";
 import { app } from "./http/app";
 import { deferIfConfigInvalid } from "./processing/config-wait";
@@ -21,13 +22,16 @@ export { Sweeper } from "./processing/sweeper";
 export { SignInThrottle } from "./http/ui/sign-in-throttle";
 export { ForwardLimiter } from "./forwarding/limiter";
 
+/** The handlers a delivery runs: the source's code handler, then its configured forward. */
+const RESOLVE_HANDLERS = withConfiguredForwarding(HANDLERS);
+
 export default {
   fetch: app.fetch,
 
   async queue(batch, env) {
     if (deferIfConfigInvalid(batch, env)) return;
     if (batch.queue === DEAD_LETTER_QUEUE) return recordDeadLetters(batch, env);
-    await Promise.all([consumeDeliveries(batch, env, HANDLERS), ensureSweepHeartbeat(env)]);
+    await Promise.all([consumeDeliveries(batch, env, RESOLVE_HANDLERS), ensureSweepHeartbeat(env)]);
   },
 
   async scheduled(controller, env) {

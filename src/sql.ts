@@ -44,3 +44,9 @@ export function sql(strings: TemplateStringsArray, ...values: SqlValue[]): SqlSt
   });
   return new SqlStatement([...strings], values);
 }
+
+/**
+ * A handler's effect: a portable statement (`sql`), or with D1 a prepared statement of its own
+ * (`env.DB.prepare(…)`), which the Postgres store refuses.
+ */
+export type Effect = SqlStatement | D1PreparedStatement;

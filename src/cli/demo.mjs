@@ -30,7 +30,7 @@ function paymentEvent(id, customer, amount) {
 async function main() {
   const url = (process.env.INBOX_URL ?? devUrl(ROOT) ?? DEFAULT_URL).replace(/\/+$/, "");
   // Several secrets may be configured during a rotation; any one of them signs.
-  const secret = devVar(ROOT, "STRIPE_WEBHOOK_SECRET"); // one secret, taken verbatim (src/secrets.ts)
+  const secret = devVar(ROOT, "STRIPE_WEBHOOK_SECRET"); // one secret, taken verbatim (src/config/secrets.ts)
   const token = process.env.INBOX_ADMIN_TOKEN ?? devVar(ROOT, "ADMIN_TOKEN");
   if (!secret) throw new InboxError("no STRIPE_WEBHOOK_SECRET in the environment, .dev.vars or .dev.vars.example");
   if (!token) throw new InboxError("no admin token: set INBOX_ADMIN_TOKEN, or ADMIN_TOKEN in .dev.vars");

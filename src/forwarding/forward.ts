@@ -1,7 +1,7 @@
 /**
  * Forwarding a delivery to an HTTP backend: take a slot of the destination's concurrency limit,
  * send the signed request (request.ts), judge the answer (response.ts), give the slot back. The
- * outcome is told the way every handler tells it, by what it throws (processing/errors.ts):
+ * outcome is told the way every handler tells it, by what it throws (handler-api/errors.ts):
  *
  * - nothing: the backend took the delivery (2xx); the delivery is done;
  * - `RetryAfterError`: 408, 429, 5xx, a timeout or a network error: retried with the inbox's
@@ -14,8 +14,8 @@
  * by `forward({ url, secret })`, a handler like any other for the registry.
  */
 import { loadConfig } from "../config";
-import { DeferredError, describeError, PermanentError, RetryAfterError } from "../processing/errors";
-import type { Handler, HandlerContext } from "../processing/handlers";
+import { DeferredError, PermanentError, RetryAfterError, type Handler, type HandlerContext } from "../handler-api";
+import { describeError } from "../handler-api/errors";
 import {
   checkForwardSecret,
   checkForwardUrl,
@@ -23,9 +23,9 @@ import {
   DEFAULT_TIMEOUT_SECONDS,
   MAX_CONCURRENCY,
   timeoutProblem,
-  wholeNumberProblem,
   type ForwardDestination,
-} from "./destination";
+} from "../config/destination";
+import { MAX_HANDLER_TIMEOUT_SECONDS, wholeNumberProblem } from "../config/limits";
 import { limiterFor } from "./limiter";
 import { forwardRequest, type ForwardedDelivery } from "./request";
 import { judgeResponse } from "./response";
@@ -157,7 +157,7 @@ export function forward(options: ForwardOptions): Handler {
     const secret = checkForwardSecret(options.secret);
     if (!secret.ok) throw new TypeError(`forward(): secret ${secret.problem}`);
   }
-  const timeout = wholeNumberProblem(options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS, 1, 840);
+  const timeout = wholeNumberProblem(options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS, 1, MAX_HANDLER_TIMEOUT_SECONDS);
   if (timeout) throw new TypeError(`forward(): timeoutSeconds ${timeout}`);
   const concurrency = wholeNumberProblem(options.concurrency ?? DEFAULT_CONCURRENCY, 1, MAX_CONCURRENCY);
   if (concurrency) throw new TypeError(`forward(): concurrency ${concurrency}`);

@@ -18,7 +18,7 @@
  * header carried over.
  */
 import { hmac, toBase64 } from "../providers/crypto";
-import type { ForwardDestination } from "./destination";
+import type { ForwardDestination } from "../config/destination";
 
 /** One delivery, as forwarding needs it. */
 export interface ForwardedDelivery {

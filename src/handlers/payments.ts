@@ -6,9 +6,7 @@
  * when the delivery is done. Written with `ctx.sql`, it runs unchanged on D1 and on Postgres. A payment without an amount can never succeed, so it is a `PermanentError`
  * (failed at once, no retries) whose message names the missing field.
  */
-import { PermanentError } from "../processing/errors";
-import type { Handler } from "../processing/handlers";
-import { isoTime } from "../store/clock";
+import { isoTime, PermanentError, type Handler } from "../handler-api";
 
 interface PaymentIntentEvent {
   readonly data?: { readonly object?: { readonly amount?: unknown; readonly currency?: unknown; readonly customer?: unknown } };

@@ -8,7 +8,7 @@
  * provider whose id is not signed, the same signed content under another id (a replay).
  */
 import { Hono } from "hono";
-import { secretsFor } from "../secrets";
+import { secretsFor } from "../config/secrets";
 import { enqueueSoon } from "../processing/enqueue";
 import { ensureSweepHeartbeat } from "../processing/sweeper";
 import { MisconfiguredSecretError, type SignedRequest } from "../providers/types";

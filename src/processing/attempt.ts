@@ -3,14 +3,12 @@
  * what a failure means (the retry policy). The consumer (consumer.ts) batches the round trips
  * around this; everything here is about a single delivery.
  */
-import { loadConfig, type InboxConfig } from "../config";
-import { destinationOf } from "../forwarding/config";
-import { forwardDelivery, forwardedDelivery } from "../forwarding/forward";
+import type { InboxConfig } from "../config";
+import { PermanentError, RetryAfterError, sql, type Effect, type HandlerContext, type HandlerResolver } from "../handler-api";
+import { describeError, InfrastructureError } from "../handler-api/errors";
 import { sha256, toHex } from "../providers/crypto";
-import { sql } from "../sql";
-import type { ClaimedDelivery, Effect, RunTiming, Store } from "../store";
-import { describeError, InfrastructureError, PermanentError, RetryAfterError } from "./errors";
-import { findHandler, parseEvent, type HandlerContext, type HandlerRegistry } from "./handlers";
+import type { ClaimedDelivery, RunTiming, Store } from "../store";
+import { parseEvent } from "./handlers";
 import type { DeliveryLease } from "./lease";
 import { leaseName, type DeadLetter, type DeliveryRef } from "./messages";
 import { createOrderGuard, STALE_VERSION } from "./order-guard";
@@ -27,18 +25,15 @@ export interface HandledDelivery {
 }
 
 /**
- * Runs the matching handler (if any) and collects its effects, then, for a source with a forward
- * URL (`<SOURCE>_FORWARD_URL`), forwards the delivery. Throws what the handler or the forward
- * throws.
+ * Runs the handlers the resolver names for the delivery, in order, with one context, and collects
+ * their effects. Throws what a handler throws, and stops there: the ones after it do not run.
  *
- * The code handler goes first and the forward last: the handler's effects are committed with
- * the done mark only once the backend took the delivery, so a delivery the backend refused commits
- * none. Not the reverse: a commit that fails after the backend's 2xx retries both, and the backend
- * deduplicates the resend on its `webhook-id` (it may even end failed, though the backend took it). A
- * handler that throws stops the delivery before anything is sent; a forward that fails retries
- * both, the handler's effects uncommitted (its external calls, keyed by `ctx.idempotencyKey`,
- * repeat; the backend deduplicates on `webhook-id`). Once `signal` is aborted (the deadline, or
- * the lease lost) no forward starts.
+ * The Worker's resolver puts the source's code handler first and its configured forward last
+ * (forwarding/resolver.ts): the handler's effects are committed with the done mark only once the
+ * backend took the delivery, so a delivery the backend refused commits none. Not the reverse: a
+ * commit that fails after the backend's 2xx retries both, and the backend deduplicates the resend on
+ * its `webhook-id`. Once `signal` is aborted (the deadline, or the lease lost) no further handler
+ * starts: nothing more leaves the inbox.
  *
  * A store call made for the handler that failed (the order guard's read) makes the run an
  * infrastructure failure, whatever the handler then throws: `InfrastructureError`, not counted.
@@ -46,15 +41,14 @@ export interface HandledDelivery {
 export async function runHandler(
   env: Env,
   store: Store,
-  handlers: HandlerRegistry,
+  resolve: HandlerResolver,
   ref: DeliveryRef,
   delivery: ClaimedDelivery,
   attempt: number,
   signal: AbortSignal,
 ): Promise<HandledDelivery> {
-  const handler = findHandler(handlers, ref.source, delivery.eventType);
-  const destination = destinationOf(loadConfig(env).forwarding, ref.source);
-  if (!handler && !destination) return { handled: false, effects: [] };
+  const handlers = resolve(ref.source, delivery.eventType, env);
+  if (handlers.length === 0) return { handled: false, effects: [] };
   const effects: Effect[] = [];
   // The first store call made for the handler that failed, if any (see above).
   let storeFailure: unknown = null;
@@ -79,9 +73,12 @@ export async function runHandler(
     effect: (...statements) => void effects.push(...statements),
     order: createOrderGuard(guardedStore, ref, (statement) => void effects.push(statement)),
   };
-  if (handler) {
+  const event = parseEvent(delivery.body);
+  for (const [index, handler] of handlers.entries()) {
+    // Given up on (its deadline) or its lease lost while an earlier one ran: nothing more starts.
+    if (index > 0) signal.throwIfAborted();
     try {
-      const returned = await handler(parseEvent(delivery.body), ctx);
+      const returned = await handler(event, ctx);
       if (returned) effects.push(...returned);
     } catch (error) {
       if (storeFailure !== null && !(error instanceof InfrastructureError)) {
@@ -89,11 +86,6 @@ export async function runHandler(
       }
       throw error;
     }
-  }
-  if (destination) {
-    // Given up on (its deadline) or its lease lost while the handler ran: nothing more leaves the inbox.
-    signal.throwIfAborted();
-    await forwardDelivery(env, destination, forwardedDelivery(ctx), signal);
   }
   return { handled: true, effects };
 }

@@ -31,10 +31,12 @@
  *   COMMIT_FAILURE_LIMIT such runs, while an outage (nothing written at all) fails nothing.
  */
 import { loadConfig, QUEUE_MAX_DELAY_SECONDS, type InboxConfig } from "../config";
-import { openBatchStore, type AttemptEntry, type Store } from "../store";
-import { failDelivery, handleFailure, runHandler, sendDeadLetter, type Outcome } from "./attempt";
-import { DeferredError, describeError, InfrastructureError, PermanentError } from "./errors";
-import type { HandlerRegistry } from "./handlers";
+import { openBatchStore, type Store } from "../store";
+import { handleFailure, runHandler, sendDeadLetter, type Outcome } from "./attempt";
+import { commitFailed, settleQuietly } from "./commit-failure";
+export { COMMIT_FAILURE_LIMIT } from "./commit-failure";
+import { DeferredError, PermanentError, type HandlerResolver } from "../handler-api";
+import { describeError, InfrastructureError } from "../handler-api/errors";
 import { BatchGate } from "./batch-gate";
 import { BatchTimeUpError, holdLease, LeaseLapsedError, LeaseLostError, withDeadline, type HeldLease } from "./keep-lease";
 import type { ClaimResult, DeliveryLease } from "./lease";
@@ -59,19 +61,13 @@ export const MIN_HANDLER_WINDOW_MS = 60_000;
 /** Retry delays after an infrastructure error: 10 s, doubling with the message's attempts, at most 5 min. */
 export const INFRASTRUCTURE_RETRY_SECONDS = 10;
 export const INFRASTRUCTURE_RETRY_MAX_SECONDS = 300;
-/**
- * Runs in a row whose commit failed the same way (an infrastructure error, but with the database
- * taking the delivery's own deferral mark each time) before the delivery is set aside as failed:
- * its effects, not the database, are then at fault (they always deadlock, or always run past the
- * statement timeout). Spread over the infrastructure delays, 10 runs take about half an hour.
- */
-export const COMMIT_FAILURE_LIMIT = 10;
 
 /** What the jobs of one batch share. */
 interface BatchContext {
   readonly env: Env;
   readonly config: InboxConfig;
-  readonly handlers: HandlerRegistry;
+  /** Which handlers run for a delivery (the Worker wires it: src/index.ts). */
+  readonly resolve: HandlerResolver;
   /** The batch's store: its claims and commits share round trips where the store can. */
   readonly store: Store;
   /** When the batch's time is up (ms, see BATCH_BUDGET_MS). */
@@ -86,13 +82,13 @@ export function leaseFor(env: Env, ref: DeliveryRef): DurableObjectStub<Delivery
 }
 
 /** Processes a batch from `webhook-deliveries`; each message is acked or retried on its own, as soon as its delivery is. */
-export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, handlers: HandlerRegistry): Promise<Outcome[]> {
+export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, resolve: HandlerResolver): Promise<Outcome[]> {
   const config = loadConfig(env);
   const store = openBatchStore(env);
   const context: BatchContext = {
     env,
     config,
-    handlers,
+    resolve,
     store,
     deadlineMs: Date.now() + BATCH_BUDGET_MS,
     gate: new BatchGate(),
@@ -172,7 +168,7 @@ async function processClaimed(
   lease: DurableObjectStub<DeliveryLease>,
   { token, takeover, previousToken }: Extract<ClaimResult, { kind: "granted" }>,
   held: HeldLease,
-  { env, config, handlers, store, deadlineMs }: BatchContext,
+  { env, config, resolve, store, deadlineMs }: BatchContext,
 ): Promise<Outcome> {
   // A free lease's claim only reads the row; a takeover is recorded first (store/d1/lifecycle.ts).
   const claimed = await store.claim(ref, token, takeover ? { previousToken, maxAttempts: config.maxAttempts } : null, Date.now());
@@ -197,7 +193,7 @@ async function processClaimed(
     const leftMs = deadlineMs - Date.now() - 5_000;
     const timeUp = leftMs < handlerMs ? () => new BatchTimeUpError("the consumer invocation's time ran out") : undefined;
     handled = await withDeadline(
-      (signal) => runHandler(env, store, handlers, ref, claimed.delivery, claimed.attempt, signal),
+      (signal) => runHandler(env, store, resolve, ref, claimed.delivery, claimed.attempt, signal),
       Math.max(1_000, Math.min(handlerMs, leftMs)),
       timeUp,
       held.signal,
@@ -244,65 +240,6 @@ async function processClaimed(
   }
   await settleQuietly(ref, lease, token);
   return { action: "ack", reason: handled.handled ? "done" : "unhandled" };
-}
-
-/**
- * A commit that failed with an infrastructure error. Counted as nothing, and recorded as a deferral
- * naming the error, unless the delivery's history already ends in COMMIT_FAILURE_LIMIT − 1 such
- * deferrals with the same reason (`last`, read by the claim): then its effects, not the database,
- * are at fault (they always deadlock, or always run past the statement timeout), and it is failed
- * with that reason. Either write is a fenced write to the delivery's own row: if the database takes
- * nothing (an outage), the original error goes on to the infrastructure path and nothing counts.
- */
-async function commitFailed(
-  error: unknown,
-  last: AttemptEntry | null,
-  env: Env,
-  store: Store,
-  ref: DeliveryRef,
-  lease: DurableObjectStub<DeliveryLease>,
-  token: number,
-  run: { startedAtMs: number },
-): Promise<Outcome> {
-  const why = `its commit failed: ${describeError(error)}`;
-  const before = last?.outcome === "deferred" && last.error !== null && sameText(last.error, `${why} (not counted)`) ? (last.count ?? 1) : 0;
-  if (before + 1 >= COMMIT_FAILURE_LIMIT) {
-    const reason = `${why} (gave up after ${before + 1} runs whose commit failed the same way while the database answered)`;
-    let failed;
-    try {
-      failed = await failDelivery(env, store, ref, token, reason, run);
-    } catch {
-      throw error;
-    }
-    if (failed === "lease_lost") return { action: "ack", reason: "lease_lost" };
-    if (failed === "failed") await settleQuietly(ref, lease, token);
-    return { action: "ack", reason: "failed" };
-  }
-  let recorded;
-  try {
-    recorded = await store.markDeferred(ref, token, Date.now(), run, why);
-  } catch {
-    throw error;
-  }
-  if (recorded === 0) return { action: "ack", reason: "lease_lost" };
-  throw error;
-}
-
-/** The same text as a store keeps it (Postgres turns NUL and a lone surrogate into U+FFFD). */
-function sameText(stored: string, text: string): boolean {
-  return stored === text || stored === text.replaceAll("\u0000", "\uFFFD").toWellFormed();
-}
-
-/**
- * Forgets the lease of a settled delivery. A failure is only logged: the stored row already says
- * how it ended, and the lease's alarm requeues the delivery, whose next claim finds it settled.
- */
-async function settleQuietly(ref: DeliveryRef, lease: DurableObjectStub<DeliveryLease>, token: number): Promise<void> {
-  try {
-    await lease.settle(token);
-  } catch (error) {
-    console.error(`could not settle the lease of ${ref.source}/${ref.id}; its alarm will clear it:`, describeError(error));
-  }
 }
 
 function infrastructureFailure(ref: DeliveryRef, message: Message<unknown>, error: unknown): Extract<Outcome, { action: "retry" }> {

@@ -14,7 +14,7 @@
  *   replayed meanwhile. So the delivery goes back on the processing queue, after a pause; its
  *   next claim meets the D1 row, which says what is left to do.
  */
-import { describeError } from "./errors";
+import { describeError } from "../handler-api/errors";
 import { isDeliveryRef } from "./messages";
 
 /** How long a delivery the queue gave up on waits before it is processed again. */

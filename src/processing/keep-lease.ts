@@ -5,7 +5,7 @@
  * returns (its attempt then counts as a retryable failure). A lease that is lost, or that could not
  * be renewed, stops the work at once (`LeaseLostError`, `LeaseLapsedError`).
  */
-import { describeError } from "./errors";
+import { describeError } from "../handler-api/errors";
 import type { DeliveryLease } from "./lease";
 
 /** A handler ran past HANDLER_TIMEOUT_SECONDS: retried like any other failure. */

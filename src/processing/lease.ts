@@ -71,7 +71,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { checkConfig, ConfigError, loadConfig } from "../config";
-import { describeError } from "./errors";
+import { describeError } from "../handler-api/errors";
 import { isDeliveryRef, leaseName, type DeliveryRef } from "./messages";
 
 export type ClaimResult =

@@ -18,7 +18,7 @@
 import { sql, type SqlStatement } from "../sql";
 import type { Store } from "../store";
 import { isoTime } from "../store/clock";
-import { describeError, InfrastructureError } from "./errors";
+import { describeError, InfrastructureError } from "../handler-api/errors";
 
 export interface OrderGuard {
   /**

@@ -18,11 +18,11 @@
  *   runtime the heartbeat fires again on restart. SWEEP_INTERVAL_SECONDS=0 turns it off.
  */
 import { DurableObject } from "cloudflare:workers";
-import { checkConfig, ConfigError, loadConfig } from "../config";
+import { checkConfig, ConfigError, loadConfig, longestBackoffSeconds } from "../config";
 import { openBatchStore, type RetentionResult } from "../store";
 import { MAX_RETRY_AFTER_SECONDS } from "./attempt";
 import { enqueueDeliveries } from "./enqueue";
-import { describeError } from "./errors";
+import { describeError } from "../handler-api/errors";
 
 /** At most this many deliveries re-enqueued per run. */
 export const SWEEP_LIMIT = 500;
@@ -41,7 +41,7 @@ export async function sweep(env: Env, nowMs: number): Promise<SweepReport> {
   const leaseMs = config.leaseSeconds * 1000;
   // The longest a delivery waits between attempts (the backoff, or a destination's Retry-After,
   // attempt.ts); past it (and a lease), its retry was lost.
-  const longestBackoffMs = Math.max(config.retryBaseSeconds * 2 ** Math.max(0, config.maxAttempts - 2), MAX_RETRY_AFTER_SECONDS) * 1000;
+  const longestBackoffMs = Math.max(longestBackoffSeconds(config.retryBaseSeconds, config.maxAttempts), MAX_RETRY_AFTER_SECONDS) * 1000;
   // Its three steps share a connection on Postgres.
   const store = openBatchStore(env);
   try {

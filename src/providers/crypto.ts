@@ -68,32 +68,8 @@ export function timingSafeEqualText(a: string, b: string): boolean {
 }
 
 
-/** Strict hex decoding: null for odd length or any non-hex character. */
-export function fromHex(text: string): Uint8Array | null {
-  if (text.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(text)) return null;
-  const out = new Uint8Array(text.length / 2);
-  for (let index = 0; index < out.length; index++) out[index] = parseInt(text.slice(index * 2, index * 2 + 2), 16);
-  return out;
-}
-
-export function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary);
-}
-
-/** Strict base64 decoding (standard alphabet, padding optional): null when malformed. */
-export function fromBase64(text: string): Uint8Array | null {
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.replace(/=+$/, "").length % 4 === 1) return null;
-  try {
-    const binary = atob(text);
-    const out = new Uint8Array(binary.length);
-    for (let index = 0; index < binary.length; index++) out[index] = binary.charCodeAt(index);
-    return out;
-  } catch {
-    return null;
-  }
-}
+export { fromBase64, toBase64 } from "../base64";
+export { fromHex } from "../hex";
 
 /**
  * Parses a unix-seconds timestamp header and checks it lies within `toleranceSeconds` of now,

@@ -14,7 +14,7 @@
  * Times (`nowMs`) are passed in, so that tests and the sweeper decide the clock.
  */
 import type { DeliveryRef } from "../delivery-ref";
-import type { SqlStatement } from "../sql";
+import type { Effect } from "../sql";
 import type { RunTiming } from "./attempts";
 import type { Claimed } from "./claims";
 import type { DeliveryDetail, DeliveryStats, DeliverySummary } from "./deliveries";
@@ -24,11 +24,7 @@ import type { FailedFilter, ReplayState } from "./replay-state";
 import type { Overview } from "./snapshot";
 import type { RetentionResult, StrandedCutoffs } from "./sweeping";
 
-/**
- * A handler's effect: a portable statement (`sql`, src/sql.ts), or with D1 a prepared statement of
- * its own (`env.DB.prepare(…)`), which the Postgres store refuses.
- */
-export type Effect = SqlStatement | D1PreparedStatement;
+export type { Effect } from "../sql";
 
 /** The part of an execution context the store needs (Hono's and the runtime's types differ). */
 export interface WaitUntil {

@@ -7,8 +7,8 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadConfig } from "../../src/config";
-import { PermanentError } from "../../src/processing/errors";
-import { defineHandlers } from "../../src/processing/handlers";
+import { PermanentError } from "../../src/handler-api";
+import { defineHandlers } from "../../src/handler-api";
 import { sweep } from "../../src/processing/sweeper";
 import type { DeliveryRef } from "../../src/processing/messages";
 import { sql } from "../../src/sql";

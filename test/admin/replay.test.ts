@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { PermanentError } from "../../src/processing/errors";
-import { defineHandlers } from "../../src/processing/handlers";
+import { PermanentError } from "../../src/handler-api";
+import { defineHandlers } from "../../src/handler-api";
 import type { DeliveryRef } from "../../src/processing/messages";
 import { sql } from "../../src/sql";
 import { openStore } from "../../src/store";

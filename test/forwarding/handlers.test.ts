@@ -1,8 +1,8 @@
 // A source with both a code handler and a forward URL, and forward() as a handler in the registry.
 import { beforeAll, describe, expect, it } from "vitest";
 import { forward, MISCONFIGURED_WAIT_SECONDS } from "../../src/forwarding/forward";
-import { PermanentError } from "../../src/processing/errors";
-import { defineHandlers, type Handler } from "../../src/processing/handlers";
+import { PermanentError } from "../../src/handler-api";
+import { defineHandlers, type Handler } from "../../src/handler-api";
 import { sql } from "../../src/sql";
 import { backendCalls, FORWARD_SECRET, forwardingTo, planBackend } from "../helpers/forward-backend";
 import { consume, createEffectTables, storeDelivery } from "../helpers/processing";

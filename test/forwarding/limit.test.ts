@@ -2,10 +2,10 @@
 // the queue, none failed or charged an attempt, and the backend never sees more than the limit.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { checkForwardSecret } from "../../src/forwarding/destination";
+import { checkForwardSecret } from "../../src/config/destination";
 import { forwardDelivery } from "../../src/forwarding/forward";
 import { limiterFor } from "../../src/forwarding/limiter";
-import { defineHandlers } from "../../src/processing/handlers";
+import { defineHandlers } from "../../src/handler-api";
 import type { DeliveryRef } from "../../src/processing/messages";
 import { backendCalls, FORWARD_SECRET, forwardingTo, planBackend } from "../helpers/forward-backend";
 import { consume, storeDelivery } from "../helpers/processing";

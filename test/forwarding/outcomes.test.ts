@@ -4,7 +4,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { limiterFor } from "../../src/forwarding/limiter";
 import { MAX_RETRY_AFTER_SECONDS } from "../../src/processing/attempt";
-import { defineHandlers } from "../../src/processing/handlers";
+import { defineHandlers } from "../../src/handler-api";
 import { backendCalls, forwardingTo, planBackend, type BackendStep } from "../helpers/forward-backend";
 import { consume, recordingQueue, storeDelivery } from "../helpers/processing";
 import { deliveryRow } from "../helpers/store-db";

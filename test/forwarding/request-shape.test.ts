@@ -6,7 +6,7 @@ import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { idempotencyKey } from "../../src/processing/attempt";
-import { defineHandlers } from "../../src/processing/handlers";
+import { defineHandlers } from "../../src/handler-api";
 import { openStore } from "../../src/store";
 import { backendCalls, bytesOf, FORWARD_SECRET, forwardingTo, planBackend } from "../helpers/forward-backend";
 import { consume } from "../helpers/processing";

@@ -1,6 +1,6 @@
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
-import { checkForwardSecret, type ForwardDestination } from "../../src/forwarding/destination";
+import { checkForwardSecret, type ForwardDestination } from "../../src/config/destination";
 import { contentTypeOf, DELIVERY_HEADERS, forwardRequest, headerValue, signStandardWebhook, type ForwardedDelivery } from "../../src/forwarding/request";
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";

@@ -2,8 +2,9 @@
 import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { vi } from "vitest";
+import { withConfiguredForwarding } from "../../src/forwarding/resolver";
 import { consumeDeliveries, leaseFor } from "../../src/processing/consumer";
-import type { HandlerRegistry } from "../../src/processing/handlers";
+import type { HandlerRegistry } from "../../src/handler-api";
 import type { DeliveryLease } from "../../src/processing/lease";
 import type { DeliveryRef } from "../../src/processing/messages";
 import { sql } from "../../src/sql";
@@ -36,7 +37,7 @@ export async function consume(refs: readonly DeliveryRef[], handlers: HandlerReg
     };
   }
   const ctx = createExecutionContext();
-  const outcomes = await consumeDeliveries(batch, { ...env, ...overrides } as Env, handlers);
+  const outcomes = await consumeDeliveries(batch, { ...env, ...overrides } as Env, withConfiguredForwarding(handlers));
   await waitOnExecutionContext(ctx);
   return { outcomes, retryDelays, result: await getQueueResult(batch, ctx) };
 }

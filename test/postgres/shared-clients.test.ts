@@ -7,7 +7,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { defineHandlers } from "../../src/processing/handlers";
+import { defineHandlers } from "../../src/handler-api";
 import { BATCH_CONNECTIONS } from "../../src/store";
 import { sharedClients, toNumber, withClient } from "../../src/store/postgres/client";
 import { consume, createEffectTables, storeDelivery } from "../helpers/processing";

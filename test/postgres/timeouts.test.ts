@@ -8,7 +8,7 @@
 import { env } from "cloudflare:workers";
 import { Client } from "pg";
 import { describe, expect, it } from "vitest";
-import { defineHandlers } from "../../src/processing/handlers";
+import { defineHandlers } from "../../src/handler-api";
 import { sql } from "../../src/sql";
 import { consume, createEffectTables, storeDelivery } from "../helpers/processing";
 import { count, deliveryRow } from "../helpers/store-db";

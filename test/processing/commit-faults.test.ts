@@ -8,7 +8,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { COMMIT_FAILURE_LIMIT } from "../../src/processing/consumer";
-import { defineHandlers, type Handler } from "../../src/processing/handlers";
+import { defineHandlers, type Handler } from "../../src/handler-api";
 import { sql } from "../../src/sql";
 import { consume, createEffectTables, gate, leaseFor, recordingQueue, storeDelivery } from "../helpers/processing";
 import { count, deliveryRow, exec, storeName } from "../helpers/store-db";

@@ -1,8 +1,8 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { PermanentError } from "../../src/processing/errors";
-import { defineHandlers, type Handler } from "../../src/processing/handlers";
+import { PermanentError } from "../../src/handler-api";
+import { defineHandlers, type Handler } from "../../src/handler-api";
 import { sql } from "../../src/sql";
 import { faultyQueue, rebindObject } from "../helpers/faults";
 import { consume, createEffectTables, expireLease, gate, leaseFor, recordingQueue, storeDelivery } from "../helpers/processing";

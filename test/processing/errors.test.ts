@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { describeError, PermanentError } from "../../src/processing/errors";
+import { describeError } from "../../src/handler-api/errors";
+import { PermanentError } from "../../src/handler-api";
 
 describe("describeError", () => {
   it("names the error's class unless it is a plain Error", () => {

@@ -6,7 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { defineHandlers, type Handler } from "../../src/processing/handlers";
+import { defineHandlers, type Handler } from "../../src/handler-api";
 import { sql } from "../../src/sql";
 import { faultyD1 } from "../helpers/faults";
 import { consume, createEffectTables, storeDelivery } from "../helpers/processing";

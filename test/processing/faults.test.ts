@@ -10,7 +10,8 @@ import { beforeAll, describe, expect, it, vi } from "vitest";
 import { createMessageBatch } from "cloudflare:test";
 import { BATCH_BUDGET_MS, BATCH_CONCURRENCY, consumeDeliveries } from "../../src/processing/consumer";
 import type { DeliveryRef } from "../../src/processing/messages";
-import { defineHandlers, type Handler } from "../../src/processing/handlers";
+import { defineHandlers, type Handler } from "../../src/handler-api";
+import { registryResolver } from "../../src/handler-api/registry";
 import { sql } from "../../src/sql";
 import { faultyNamespace, faultyQueue, rebindObject } from "../helpers/faults";
 import { consume, createEffectTables, expireLease, gate, leaseFor, storeDelivery } from "../helpers/processing";
@@ -177,7 +178,7 @@ describe("the batch's time budget", () => {
     const clock = vi.spyOn(Date, "now").mockImplementation(() => (calls++ === 0 ? realNow() : realNow() + BATCH_BUDGET_MS - 3_000));
     let outcomes;
     try {
-      outcomes = await consumeDeliveries(batch, { ...env, HANDLER_TIMEOUT_SECONDS: "2" } as Env, handlers);
+      outcomes = await consumeDeliveries(batch, { ...env, HANDLER_TIMEOUT_SECONDS: "2" } as Env, registryResolver(handlers));
     } finally {
       clock.mockRestore();
     }

@@ -1,7 +1,9 @@
 // What a handler receives (docs/handlers.md): the parsed event, and which handler a
 // delivery reaches.
 import { describe, expect, it } from "vitest";
-import { defineHandlers, findHandler, parseEvent, type Handler } from "../../src/processing/handlers";
+import { defineHandlers, type Handler } from "../../src/handler-api";
+import { findHandler } from "../../src/handler-api/registry";
+import { parseEvent } from "../../src/processing/handlers";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 

@@ -7,8 +7,8 @@
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { PermanentError } from "../../src/processing/errors";
-import { defineHandlers } from "../../src/processing/handlers";
+import { PermanentError } from "../../src/handler-api";
+import { defineHandlers } from "../../src/handler-api";
 import { sql } from "../../src/sql";
 import { consume, createEffectTables, expireLease, leaseFor, storeDelivery } from "../helpers/processing";
 import { count, deliveryRow } from "../helpers/store-db";

@@ -7,7 +7,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { defineHandlers } from "../../src/processing/handlers";
+import { defineHandlers } from "../../src/handler-api";
 import type { DeliveryRef } from "../../src/processing/messages";
 import { sql } from "../../src/sql";
 import { faultyNamespace, faultyQueue, rebindObject } from "../helpers/faults";

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { defineHandlers, type Handler } from "../../src/processing/handlers";
+import { defineHandlers, type Handler } from "../../src/handler-api";
 import { sql } from "../../src/sql";
 import { consume, gate, storeDelivery } from "../helpers/processing";
 import { deliveryRow, exec, firstRow } from "../helpers/store-db";

@@ -9,7 +9,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { defineHandlers, type Handler } from "../../src/processing/handlers";
+import { defineHandlers, type Handler } from "../../src/handler-api";
 import type { DeliveryRef } from "../../src/processing/messages";
 import { sql } from "../../src/sql";
 import { faultyQueue, rebindObject } from "../helpers/faults";

@@ -5,8 +5,8 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { PermanentError } from "../../src/processing/errors";
-import { defineHandlers, type Handler } from "../../src/processing/handlers";
+import { PermanentError } from "../../src/handler-api";
+import { defineHandlers, type Handler } from "../../src/handler-api";
 import { hmac } from "../../src/providers/hmac";
 import { sql } from "../../src/sql";
 import { openStore } from "../../src/store";

@@ -12,7 +12,7 @@
  */
 import { leaseFor } from "../../processing/consumer";
 import { enqueueDeliveries, enqueueDelivery } from "../../processing/enqueue";
-import { describeError } from "../../processing/errors";
+import { describeError } from "../../handler-api/errors";
 import type { DeliveryRef } from "../../processing/messages";
 import { openStore, type FailedFilter } from "../../store";
 

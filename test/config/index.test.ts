@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, MIN_RETENTION_DAYS, QUEUE_MAX_DELAY_SECONDS } from "../src/config";
-import { problemsOf } from "./helpers/config-problems";
+import { ConfigError, loadConfig, MIN_RETENTION_DAYS, QUEUE_MAX_DELAY_SECONDS } from "../../src/config";
+import { problemsOf } from "../helpers/config-problems";
 
 describe("loadConfig", () => {
   it("has a default for every var, a heartbeat every 10 s among them", () => {
@@ -14,9 +14,10 @@ describe("loadConfig", () => {
       bodyRetentionDays: 7,
       sweepAfterSeconds: 60,
       sweepIntervalSeconds: 10,
+      storeTimeoutSeconds: 30,
       publicBaseUrl: undefined,
       adminToken: undefined,
-      forwarding: { bySource: {} },
+      forwarding: { byPrefix: {} },
     });
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkForwardSecret, checkForwardUrl, timeoutProblem } from "../../src/forwarding/destination";
+import { checkForwardSecret, checkForwardUrl, timeoutProblem } from "../../src/config/destination";
 
 describe("checkForwardUrl", () => {
   it("accepts https:// anywhere, and http:// for this machine only", () => {

@@ -5,35 +5,41 @@
  * that is not a whole number in range is a startup error that names the variable, rather than
  * a silent fallback. Vars that only make sense together are then checked together. Webhook
  * secrets are looked up per source in secrets.ts; the forwarding vars are read here too
- * (forwarding/config.ts), so that a bad one stops the inbox like any other.
+ * (forwarding.ts), so that a bad one stops the inbox like any other.
+ *
+ * At the bottom of the house: every feature reads its settings here, and this imports no feature.
  *
  * A bad config never fails a delivery: the HTTP routes answer 503 `config_invalid`, queue
  * batches wait and retry, and the sweeper's heartbeat keeps beating until it is fixed.
  */
 import { z } from "zod";
-import type { ConfigProblem } from "./config-problem";
-import { parseForwarding, type ForwardingConfig } from "./forwarding/config";
+import { parseForwarding, type ForwardingConfig } from "./forwarding";
+import { longestBackoffSeconds, MAX_HANDLER_TIMEOUT_SECONDS, parseWholeNumber, QUEUE_MAX_DELAY_SECONDS, wholeNumberRange } from "./limits";
+import type { ConfigProblem } from "./problem";
+
+export { MAX_HANDLER_TIMEOUT_SECONDS, QUEUE_MAX_DELAY_SECONDS, longestBackoffSeconds } from "./limits";
 
 /**
  * A whole-number var with a default, bounded so a typo cannot disable a safety limit. The
  * messages are ours, never zod's defaults, and name no value: they reach `GET /health`.
  */
 function wholeNumber(defaultValue: number, min: number, max: number, why = "") {
-  const range = `must be a whole number from ${min} to ${max}${why}`;
+  const range = `${wholeNumberRange(min, max)}${why}`;
   return z
     .string()
-    .trim()
-    .regex(/^\d+$/, range)
-    .transform(Number)
-    .pipe(z.number().int(range).min(min, range).max(max, range))
+    .transform((text, ctx) => {
+      const value = parseWholeNumber(text, min, max);
+      if (value === null) {
+        ctx.addIssue({ code: "custom", message: range });
+        return z.NEVER;
+      }
+      return value;
+    })
     .optional()
     .transform((value) => value ?? defaultValue);
 }
 
 const DAY_SECONDS = 86_400;
-
-/** Queues refuses a delay (send or retry) longer than 12 hours. */
-export const QUEUE_MAX_DELAY_SECONDS = 43_200;
 
 /**
  * Retention is also the window in which a provider's retry of a delivery is still recognised as a
@@ -53,9 +59,8 @@ const varsSchema = z.object({
   MAX_ATTEMPTS: wholeNumber(5, 1, 50),
   RETRY_BASE_SECONDS: wholeNumber(2, 1, 3_600),
   LEASE_SECONDS: wholeNumber(60, 1, 900),
-  // A consumer invocation may run 15 minutes of wall clock; 840 s leaves a minute for the commit.
   // The lease is renewed while a handler runs, so this may exceed LEASE_SECONDS.
-  HANDLER_TIMEOUT_SECONDS: wholeNumber(300, 1, 840),
+  HANDLER_TIMEOUT_SECONDS: wholeNumber(300, 1, MAX_HANDLER_TIMEOUT_SECONDS),
   RETENTION_DAYS: wholeNumber(30, MIN_RETENTION_DAYS, 3_650, " (fewer days would be shorter than the providers' retry windows)"),
   BODY_RETENTION_DAYS: wholeNumber(7, 0, 3_650),
   // A delivery still `received` this long after its last change was never (re-)enqueued.
@@ -89,11 +94,11 @@ export interface InboxConfig {
   readonly storeTimeoutSeconds: number;
   readonly publicBaseUrl: string | undefined;
   readonly adminToken: string | undefined;
-  /** The sources whose deliveries are forwarded (`<SOURCE>_FORWARD_URL`, forwarding/config.ts). */
+  /** The sources whose deliveries are forwarded (`<SOURCE>_FORWARD_URL`, forwarding.ts). */
   readonly forwarding: ForwardingConfig;
 }
 
-export type { ConfigProblem } from "./config-problem";
+export type { ConfigProblem } from "./problem";
 
 /** Thrown when a var is malformed: the inbox refuses to run rather than guess. */
 export class ConfigError extends Error {
@@ -118,8 +123,7 @@ function combinedProblems(vars: Vars): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   // The wait before the last attempt; Queues refuses a longer retry delay (and MAX_ATTEMPTS ≥ 44
   // once made every sweep throw with a date before year −271821).
-  const longestBackoffSeconds = vars.RETRY_BASE_SECONDS * 2 ** Math.max(0, vars.MAX_ATTEMPTS - 2);
-  if (longestBackoffSeconds > QUEUE_MAX_DELAY_SECONDS) {
+  if (longestBackoffSeconds(vars.RETRY_BASE_SECONDS, vars.MAX_ATTEMPTS) > QUEUE_MAX_DELAY_SECONDS) {
     problems.push({
       variables: ["RETRY_BASE_SECONDS", "MAX_ATTEMPTS"],
       problem: `the longest backoff, RETRY_BASE_SECONDS · 2^(MAX_ATTEMPTS−2), must not exceed ${QUEUE_MAX_DELAY_SECONDS} s (Queues' 12 h delay limit)`,

@@ -1,12 +1,13 @@
 /**
  * A forward destination, and the checks every one passes, whether it comes from the vars
- * (`<SOURCE>_FORWARD_URL`, config.ts) or from a `forward({ url, secret })` handler (forward.ts).
+ * (`<SOURCE>_FORWARD_URL`, forwarding.ts) or from a `forward({ url, secret })` handler
+ * (forwarding/forward.ts).
  *
  * Each check returns a problem in words, never the value: problems reach `GET /health`, the logs
  * and, for a handler's options, the thrown error. A destination is only built from values that
  * passed every check, so the code that sends never has to doubt it.
  */
-import { fromBase64 } from "../providers/crypto";
+import { fromBase64 } from "../base64";
 
 /** Where deliveries go, and how. */
 export interface ForwardDestination {
@@ -96,9 +97,4 @@ export function timeoutProblem(timeoutSeconds: number, limits: TimeoutLimits): s
   if (timeoutSeconds * 2 > limits.leaseSeconds) return "the forward timeout must be at most half of LEASE_SECONDS";
   if (timeoutSeconds >= limits.handlerTimeoutSeconds) return "the forward timeout must be shorter than HANDLER_TIMEOUT_SECONDS";
   return null;
-}
-
-/** A problem when `value` is not a whole number from `min` to `max`, else null. */
-export function wholeNumberProblem(value: number, min: number, max: number): string | null {
-  return Number.isInteger(value) && value >= min && value <= max ? null : `must be a whole number from ${min} to ${max}`;
 }

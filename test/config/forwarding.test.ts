@@ -1,4 +1,5 @@
 // The forwarding vars, read with the others: a bad one is config_invalid naming the var, never its value.
+import { destinationOf } from "../../src/config/forwarding";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
@@ -12,22 +13,22 @@ describe("forwarding by configuration", () => {
   it("takes no forward var from a developer's own .dev.vars into the tests (test/vitest.config.ts sets each empty)", () => {
     const forwardVars = Object.entries(env).filter(([name, value]) => name.includes("_FORWARD_") && value !== "");
     expect(forwardVars.map(([name]) => name)).toEqual([]);
-    expect(loadConfig(env).forwarding).toEqual({ bySource: {} });
+    expect(loadConfig(env).forwarding).toEqual({ byPrefix: {} });
   });
 
   it("forwards nothing when no <SOURCE>_FORWARD_URL is set, or it is empty", () => {
-    expect(loadConfig({}).forwarding).toEqual({ bySource: {} });
-    expect(loadConfig({ STRIPE_FORWARD_URL: "", STRIPE_FORWARD_SECRET: SECRET }).forwarding).toEqual({ bySource: {} });
+    expect(loadConfig({}).forwarding).toEqual({ byPrefix: {} });
+    expect(loadConfig({ STRIPE_FORWARD_URL: "", STRIPE_FORWARD_SECRET: SECRET }).forwarding).toEqual({ byPrefix: {} });
   });
 
   it("reads a source's destination with the defaults: 30 s, 10 in flight", () => {
     const { forwarding } = loadConfig({ STRIPE_FORWARD_URL: "https://billing.example.com/webhooks", STRIPE_FORWARD_SECRET: SECRET });
-    expect(forwarding.bySource).toEqual({ stripe: { url: "https://billing.example.com/webhooks", key: expect.any(Uint8Array), timeoutSeconds: 30, concurrency: 10 } });
+    expect(forwarding.byPrefix).toEqual({ STRIPE: { url: "https://billing.example.com/webhooks", key: expect.any(Uint8Array), timeoutSeconds: 30, concurrency: 10 } });
   });
 
   it("reads the optional timeout and concurrency", () => {
     const vars = { GITHUB_FORWARD_URL: "http://localhost:4000/gh", GITHUB_FORWARD_SECRET: SECRET, GITHUB_FORWARD_TIMEOUT_SECONDS: "5", GITHUB_FORWARD_CONCURRENCY: "3" };
-    expect(loadConfig(vars).forwarding.bySource.github).toMatchObject({ timeoutSeconds: 5, concurrency: 3 });
+    expect(loadConfig(vars).forwarding.byPrefix.GITHUB).toMatchObject({ timeoutSeconds: 5, concurrency: 3 });
   });
 
   it("refuses a URL that is not https:// (but for this machine), naming the var", () => {
@@ -51,7 +52,7 @@ describe("forwarding by configuration", () => {
       { variables: ["STRIPE_FORWARD_TIMEOUT_SECONDS", "LEASE_SECONDS"], problem: expect.stringContaining("half of LEASE_SECONDS") },
     ]);
     expect(problemsOf({ ...base, LEASE_SECONDS: "40" })[0]!.variables).toEqual(["STRIPE_FORWARD_TIMEOUT_SECONDS", "LEASE_SECONDS"]);
-    expect(loadConfig({ ...base, LEASE_SECONDS: "40", STRIPE_FORWARD_TIMEOUT_SECONDS: "20" }).forwarding.bySource.stripe!.timeoutSeconds).toBe(20);
+    expect(loadConfig({ ...base, LEASE_SECONDS: "40", STRIPE_FORWARD_TIMEOUT_SECONDS: "20" }).forwarding.byPrefix.STRIPE!.timeoutSeconds).toBe(20);
     expect(problemsOf({ ...base, HANDLER_TIMEOUT_SECONDS: "20" })[0]!.variables).toEqual(["STRIPE_FORWARD_TIMEOUT_SECONDS", "HANDLER_TIMEOUT_SECONDS"]);
   });
 
@@ -67,7 +68,10 @@ describe("forwarding by configuration", () => {
       { variables: ["MAX_ATTEMPTS"], problem: expect.any(String) },
       { variables: ["BILLING_FORWARD_SECRET"], problem: expect.stringContaining("whsec_") },
     ]);
-    expect(loadConfig({ BILLING_FORWARD_URL: "https://billing.example.com/", BILLING_FORWARD_SECRET: SECRET }).forwarding).toEqual({ bySource: {} });
+    // Read, but no source's: only a source named `billing` would forward through it.
+    const { forwarding } = loadConfig({ BILLING_FORWARD_URL: "https://billing.example.com/", BILLING_FORWARD_SECRET: SECRET });
+    expect(Object.keys(forwarding.byPrefix)).toEqual(["BILLING"]);
+    expect(destinationOf(forwarding, "stripe")).toBeUndefined();
   });
 
   it("answers /health 503 naming the forwarding var, and never its value", async () => {

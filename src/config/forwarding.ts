@@ -3,15 +3,15 @@
  * source, signed with the secret `<SOURCE>_FORWARD_SECRET`; `<SOURCE>_FORWARD_TIMEOUT_SECONDS`
  * and `<SOURCE>_FORWARD_CONCURRENCY` are optional.
  *
- * Read with the other vars (config.ts), so a bad one is `config_invalid` like any other: the
+ * Read with the other vars (index.ts), so a bad one is `config_invalid` like any other: the
  * inbox answers 503, `GET /health` names the var, and queued deliveries wait; none is sent to a
  * guess. Every `<NAME>_FORWARD_URL` var is checked, not only those of a source, so that the vars
  * a `forward()` handler reads (docs/forwarding.md: name them the same way) are checked before any delivery
  * too. An empty value counts as unset, as for webhook secrets.
  */
-import type { ConfigProblem } from "../config-problem";
-import { sourceVarPrefix } from "../secrets";
-import { SOURCES } from "../sources";
+import { MAX_HANDLER_TIMEOUT_SECONDS, parseWholeNumber, wholeNumberRange } from "./limits";
+import type { ConfigProblem } from "./problem";
+import { sourceVarPrefix } from "./secrets";
 import {
   checkForwardSecret,
   checkForwardUrl,
@@ -23,9 +23,13 @@ import {
   type TimeoutLimits,
 } from "./destination";
 
-/** The forwarding of each source that has one. */
+/**
+ * The forwarding of each source that has one, by the source's var prefix (`stripe` → `STRIPE`):
+ * every `<NAME>_FORWARD_URL` is read, and a source finds its own by its name's prefix, so the
+ * config needs no list of sources.
+ */
 export interface ForwardingConfig {
-  readonly bySource: Readonly<Record<string, ForwardDestination>>;
+  readonly byPrefix: Readonly<Record<string, ForwardDestination>>;
 }
 
 /** The vars of a destination named `prefix` (a source's var prefix, e.g. `STRIPE`). */
@@ -40,12 +44,11 @@ export function forwardVarNames(prefix: string) {
 
 /** The forwarding of `source`, if it has one. */
 export function destinationOf(forwarding: ForwardingConfig, source: string): ForwardDestination | undefined {
-  return Object.hasOwn(forwarding.bySource, source) ? forwarding.bySource[source] : undefined;
+  const prefix = sourceVarPrefix(source);
+  return Object.hasOwn(forwarding.byPrefix, prefix) ? forwarding.byPrefix[prefix] : undefined;
 }
 
 const URL_VAR = /^([A-Z0-9_]+)_FORWARD_URL$/;
-/** A request timeout above this could never fit a consumer invocation (HANDLER_TIMEOUT_SECONDS ≤ 840). */
-const MAX_TIMEOUT_SECONDS = 840;
 
 /** A var's text, or undefined when unset or empty. */
 function text(env: Record<string, unknown>, name: string): string | undefined {
@@ -56,10 +59,7 @@ function text(env: Record<string, unknown>, name: string): string | undefined {
 /** An optional whole-number var: its value, its default when unset, or null when malformed. */
 function wholeNumber(env: Record<string, unknown>, name: string, defaultValue: number, min: number, max: number): number | null {
   const value = text(env, name);
-  if (value === undefined) return defaultValue;
-  if (!/^\d+$/.test(value.trim())) return null;
-  const number = Number(value.trim());
-  return number >= min && number <= max ? number : null;
+  return value === undefined ? defaultValue : parseWholeNumber(value, min, max);
 }
 
 /** One destination's vars: the destination, or what is wrong with them. */
@@ -75,9 +75,10 @@ function readDestination(env: Record<string, unknown>, prefix: string, limits: T
   } else if (!secret.ok) {
     problems.push({ variables: [names.secret], problem: secret.problem });
   }
-  const timeoutSeconds = wholeNumber(env, names.timeout, DEFAULT_TIMEOUT_SECONDS, 1, MAX_TIMEOUT_SECONDS);
+  // A request timeout above the handler's ceiling could never fit a consumer invocation.
+  const timeoutSeconds = wholeNumber(env, names.timeout, DEFAULT_TIMEOUT_SECONDS, 1, MAX_HANDLER_TIMEOUT_SECONDS);
   if (timeoutSeconds === null) {
-    problems.push({ variables: [names.timeout], problem: `must be a whole number from 1 to ${MAX_TIMEOUT_SECONDS}` });
+    problems.push({ variables: [names.timeout], problem: wholeNumberRange(1, MAX_HANDLER_TIMEOUT_SECONDS) });
   } else if (limits) {
     const problem = timeoutProblem(timeoutSeconds, limits);
     if (problem) {
@@ -86,7 +87,7 @@ function readDestination(env: Record<string, unknown>, prefix: string, limits: T
     }
   }
   const concurrency = wholeNumber(env, names.concurrency, DEFAULT_CONCURRENCY, 1, MAX_CONCURRENCY);
-  if (concurrency === null) problems.push({ variables: [names.concurrency], problem: `must be a whole number from 1 to ${MAX_CONCURRENCY}` });
+  if (concurrency === null) problems.push({ variables: [names.concurrency], problem: wholeNumberRange(1, MAX_CONCURRENCY) });
   if (problems.length > 0 || !url.ok || !secret?.ok || timeoutSeconds === null || concurrency === null) return problems;
   return { url: url.url, key: secret.key, timeoutSeconds, concurrency };
 }
@@ -97,19 +98,18 @@ function readDestination(env: Record<string, unknown>, prefix: string, limits: T
  * themselves (then only each forwarding var's own checks run).
  * @example
  * parseForwarding({ STRIPE_FORWARD_URL: "https://billing.example.com/hooks", STRIPE_FORWARD_SECRET: "whsec_…" }, limits);
- * // { forwarding: { bySource: { stripe: { url, key, timeoutSeconds: 30, concurrency: 10 } } }, problems: [] }
+ * // { forwarding: { byPrefix: { STRIPE: { url, key, timeoutSeconds: 30, concurrency: 10 } } }, problems: [] }
  */
 export function parseForwarding(env: object, limits: TimeoutLimits | null): { forwarding: ForwardingConfig; problems: ConfigProblem[] } {
   const vars = env as Record<string, unknown>;
-  const sourceByPrefix = new Map(Object.keys(SOURCES).map((source) => [sourceVarPrefix(source), source]));
-  const bySource: Record<string, ForwardDestination> = {};
+  const byPrefix: Record<string, ForwardDestination> = {};
   const problems: ConfigProblem[] = [];
   for (const name of Object.keys(vars).sort()) {
     const prefix = URL_VAR.exec(name)?.[1];
     if (prefix === undefined || text(vars, name) === undefined) continue;
     const destination = readDestination(vars, prefix, limits);
     if (Array.isArray(destination)) problems.push(...destination);
-    else if (sourceByPrefix.has(prefix)) bySource[sourceByPrefix.get(prefix)!] = destination;
+    else byPrefix[prefix] = destination;
   }
-  return { forwarding: { bySource }, problems };
+  return { forwarding: { byPrefix }, problems };
 }

@@ -1,7 +1,7 @@
 // A source's secret is one value taken verbatim, plus an optional previous one during a rotation.
 import { describe, expect, it } from "vitest";
-import { secretsFor } from "../src/secrets";
-import { githubSignature, postWithEnv, unique } from "./helpers/provider-signers";
+import { secretsFor } from "../../src/config/secrets";
+import { githubSignature, postWithEnv, unique } from "../helpers/provider-signers";
 
 /** A GitHub delivery signed with `secret`, posted with the GitHub secret vars set to `vars`. */
 async function postGithub(secret: string, vars: { GITHUB_WEBHOOK_SECRET?: string; GITHUB_WEBHOOK_SECRET_PREVIOUS?: string }) {
