@@ -51,6 +51,7 @@ export const BOTH_STORES: readonly string[] = [
   "test/providers/svix.test.ts",
   "test/providers/twilio.test.ts",
   "test/store/dashboard-data.test.ts",
+  "test/store/duplicates.test.ts",
   "test/store/overview.test.ts",
   "test/store/retention.test.ts",
   "test/ui/deliveries.test.ts",

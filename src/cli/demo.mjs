@@ -5,14 +5,16 @@
  * a second payment, and a broken one without an amount. It prints what the inbox answered to
  * each send, waits for processing to settle, and prints the counts from the admin API.
  *
- * Settings: INBOX_URL (default http://localhost:8787); STRIPE_WEBHOOK_SECRET and ADMIN_TOKEN
- * (or INBOX_ADMIN_TOKEN) from the environment, else .dev.vars, else .dev.vars.example.
+ * Settings: INBOX_URL (default: the URL `npm run dev` announced, else http://localhost:8787);
+ * STRIPE_WEBHOOK_SECRET and ADMIN_TOKEN (or INBOX_ADMIN_TOKEN) from the environment, else
+ * .dev.vars, else .dev.vars.example: the same as the CLI (lib/local-inbox.mjs).
  */
 import { fileURLToPath } from "node:url";
 import Stripe from "stripe";
 import { createAdminClient, InboxError } from "./lib/admin-client.mjs";
 import { devVar } from "./lib/dev-vars.mjs";
 import { duration, table } from "./lib/format.mjs";
+import { devUrl, DEFAULT_URL } from "./lib/local-inbox.mjs";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SETTLE_TIMEOUT_MS = 60_000;
@@ -26,7 +28,7 @@ function paymentEvent(id, customer, amount) {
 }
 
 async function main() {
-  const url = (process.env.INBOX_URL ?? "http://localhost:8787").replace(/\/+$/, "");
+  const url = (process.env.INBOX_URL ?? devUrl(ROOT) ?? DEFAULT_URL).replace(/\/+$/, "");
   // Several secrets may be configured during a rotation; any one of them signs.
   const secret = devVar(ROOT, "STRIPE_WEBHOOK_SECRET"); // one secret, taken verbatim (src/config/secrets.ts)
   const token = process.env.INBOX_ADMIN_TOKEN ?? devVar(ROOT, "ADMIN_TOKEN");

@@ -7,41 +7,24 @@
  *   webhook-inbox show <source> <id>
  *   webhook-inbox replay <source> <id> [--force]
  *   webhook-inbox replay --failed [--source stripe] [--type T] [--since T] [--until T]
+ *   webhook-inbox send <source> [file] [--id ID] [--event TYPE] [--provider P]
  *
  * Exit codes: 0 done; 1 the inbox refused or could not be reached; 2 bad usage.
  */
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createAdminClient, InboxError } from "./lib/admin-client.mjs";
 import { bodyText, duration, table } from "./lib/format.mjs";
+import { resolveInbox } from "./lib/local-inbox.mjs";
+import { sendDelivery } from "./lib/send.mjs";
+import { HELP } from "./lib/help.mjs";
 
-const DEFAULT_URL = "http://localhost:8787";
+/** The project root: where `.dev.vars` and `npm run dev`'s URL record are. */
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const STATUSES = ["received", "processing", "done", "failed"];
 /** Per call of the bulk replay endpoint (the API's default; its maximum is 500). */
 const BULK_REPLAY_BATCH = 100;
 
-const HELP = `Usage: webhook-inbox <command> [options]
-
-Commands:
-  status                              counts by status and source, oldest waiting delivery
-  list [--status S] [--source S]      deliveries, newest first (--limit 1-200, default 50;
-       [--type T] [--since T]         --cursor continues from the previous page; --type: an
-       [--until T] [--unhandled]      event type; --since/--until: received at or after /
-       [--limit N] [--cursor C]       before an ISO time, e.g. 2026-12-03T00:00:00Z;
-                                      --unhandled: done with no handler matched)
-  show <source> <id>                  one delivery: its fields, request headers, attempt
-                                      history and body
-  replay <source> <id> [--force]      put a failed delivery back (--force: also a done one)
-  replay --failed [--source S]        put every failed delivery back (of one source, event
-       [--type T] [--since T]         type or time range)
-       [--until T]
-
-Options:
-  --url URL        the inbox (default: $INBOX_URL, else ${DEFAULT_URL})
-  --token TOKEN    the admin token (default: $INBOX_ADMIN_TOKEN)
-  --json           print the API's JSON instead of tables, for scripts
-  -h, --help       this help
-
-Exit codes: 0 done, 1 the inbox refused or could not be reached, 2 bad usage.`;
 
 const OPTIONS = /** @type {const} */ ({
   url: { type: "string" },
@@ -58,6 +41,9 @@ const OPTIONS = /** @type {const} */ ({
   unhandled: { type: "boolean" },
   force: { type: "boolean" },
   failed: { type: "boolean" },
+  id: { type: "string" },
+  event: { type: "string" },
+  provider: { type: "string" },
 });
 
 /** @param {string} message */
@@ -68,11 +54,13 @@ function usage(message) {
 /**
  * Runs the CLI with `argv` (without node and the script), writing to `out`; resolves to the exit code.
  * @param {string[]} argv
- * @param {{ env?: NodeJS.ProcessEnv, out?: (line: string) => void, err?: (line: string) => void }} [io]
+ * @param {{ env?: NodeJS.ProcessEnv, out?: (line: string) => void, err?: (line: string) => void, root?: string }} [io]
+ * `root`: where `.dev.vars` is read (the project's by default).
  * @returns {Promise<number>}
  */
 export async function main(argv, io = {}) {
   const env = io.env ?? process.env;
+  const root = io.root ?? ROOT;
   const out = io.out ?? ((line) => process.stdout.write(`${line}\n`));
   const err = io.err ?? ((line) => process.stderr.write(`${line}\n`));
   try {
@@ -90,10 +78,17 @@ export async function main(argv, io = {}) {
       return 0;
     }
     if (!command) throw usage("no command given");
-    const token = values.token ?? env.INBOX_ADMIN_TOKEN;
-    if (!token) throw usage("no admin token: set INBOX_ADMIN_TOKEN or pass --token");
-    const url = values.url ?? env.INBOX_URL ?? DEFAULT_URL;
+    const { url, token } = resolveInbox(values, env, root);
     if (!/^https?:\/\/[^/]/.test(url) || !URL.canParse(url)) throw usage(`not an http(s) URL: ${url}`);
+    if (command === "send") {
+      if (rest.length < 1 || rest.length > 2) throw usage("expected: webhook-inbox send <source> [file]");
+      const [source, file] = /** @type {[string, string | undefined]} */ (rest);
+      const sent = await sendDelivery({ source, file, id: values.id, eventType: values.event, provider: values.provider, url, root, env });
+      if (values.json) out(JSON.stringify({ source, id: sent.id, eventType: sent.eventType, status: sent.answer }, null, 2));
+      else out(`${source}/${sent.id} (${sent.eventType}): ${sent.answer}\nsee it: npx webhook-inbox show ${source} ${sent.id}`);
+      return 0;
+    }
+    if (!token) throw usage("no admin token: set INBOX_ADMIN_TOKEN or pass --token (for a local inbox, ADMIN_TOKEN in .dev.vars)");
     const client = createAdminClient({ url, token });
     const print = values.json ? (/** @type {unknown} */ json) => out(JSON.stringify(json, null, 2)) : null;
 
@@ -208,7 +203,8 @@ async function list(client, values, print, out) {
 async function show(client, [source, id], print, out) {
   const delivery = await client.get(deliveryPath(source, id));
   if (print) return print(delivery);
-  const handled = delivery.handled === null ? "-" : delivery.handled ? "yes" : "no (no handler matched)";
+  const handled = delivery.handled === null ? (delivery.status === "failed" ? "no (its handler failed)" : "not yet") : delivery.handled ? "yes" : "no (no handler matched)";
+  const duplicates = delivery.duplicates > 0 ? `${delivery.duplicates} (the last at ${delivery.lastDuplicateAt})` : "none";
   out(
     table(
       ["FIELD", "VALUE"],
@@ -218,6 +214,7 @@ async function show(client, [source, id], print, out) {
         ["status", delivery.status],
         ["attempts", delivery.attempts],
         ["handled", handled],
+        ["duplicates", duplicates],
         ["error", delivery.error],
         ["received", delivery.receivedAt],
         ["updated", delivery.updatedAt],
@@ -232,7 +229,11 @@ async function show(client, [source, id], print, out) {
     const log = delivery.attemptLog;
     // A repeated deferral is one entry with a count (its start and time the latest's): "deferred ×12".
     const outcome = (/** @type {typeof log[number]} */ entry) => (entry.count === undefined ? entry.outcome : `${entry.outcome} ×${entry.count}`);
-    out(table(["ATTEMPT", "STARTED", "TOOK", "OUTCOME", "ERROR"], log.map((entry) => [entry.attempt, entry.at, entry.ms === null ? null : `${entry.ms} ms`, outcome(entry), entry.error]), { maxWidth: 200 }));
+    // A replay starts the count again at 1: the runs after one say which round they belong to.
+    let replays = 0;
+    const attempt = (/** @type {typeof log[number]} */ entry) =>
+      entry.outcome === "replayed" ? `replay ${++replays}` : entry.attempt === null ? null : replays === 0 ? entry.attempt : `${entry.attempt} after replay ${replays}`;
+    out(table(["ATTEMPT", "STARTED", "TOOK", "OUTCOME", "ERROR"], log.map((entry) => [attempt(entry), entry.at, entry.ms === null ? null : `${entry.ms} ms`, outcome(entry), entry.error]), { maxWidth: 200 }));
   }
   if (delivery.headers) {
     out("");
@@ -276,11 +277,20 @@ async function replayFailed(client, filter, print, out) {
   if (print) return print({ replayed, remaining });
   const { source, ...narrower } = filter;
   const of = Object.entries(narrower).map(([name, value]) => `${name} ${value}`);
-  out(`replayed ${replayed} failed deliver${replayed === 1 ? "y" : "ies"}${source ? ` of ${source}` : ""}${of.length > 0 ? ` (${of.join(", ")})` : ""}; ${remaining} still failed`);
+  // What is known now is what was put back; how the runs end is not: a replayed delivery may fail
+  // again a second later (and be counted among the failed by then), so no "still failed" is claimed.
+  const what = `${replayed} failed deliver${replayed === 1 ? "y" : "ies"}${source ? ` of ${source}` : ""}${of.length > 0 ? ` (${of.join(", ")})` : ""}`;
+  if (replayed === 0) return out(`replayed nothing: no failed delivery matched${remaining > 0 ? ` (${remaining} failed match, none replayable)` : ""}`);
+  out(`replayed ${what}: back on the queue, results pending (webhook-inbox list --status failed shows any that fail again)`);
 }
 
 // Run when executed (also through npm's bin symlink), not when imported by a test.
 const invokedPath = process.argv[1] ? (await import("node:fs")).realpathSync(process.argv[1]) : "";
-if (invokedPath === (await import("node:url")).fileURLToPath(import.meta.url)) {
+if (invokedPath === fileURLToPath(import.meta.url)) {
+  // A reader that stops early (`webhook-inbox show … | head`) closes the pipe: that is not an error.
+  process.stdout.on("error", (error) => {
+    if (/** @type {NodeJS.ErrnoException} */ (error).code === "EPIPE") process.exit(process.exitCode ?? 0);
+    throw error;
+  });
   process.exitCode = await main(process.argv.slice(2));
 }

@@ -24,6 +24,8 @@ app.use("*", async (c, next) => {
   await next();
 });
 
+// The root of a running inbox is where a newcomer looks first: the dashboard (which asks to sign in).
+app.get("/", (c) => c.redirect("/ui", 302));
 app.route("/", receiver);
 app.route("/admin", admin);
 app.route("/ui", ui);

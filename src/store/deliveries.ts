@@ -37,6 +37,9 @@ export interface DeliverySummary {
   readonly handled: boolean | null;
   readonly receivedAt: string;
   readonly updatedAt: string;
+  /** Copies answered "duplicate" after this one was stored (a provider's retries), and when the last came. */
+  readonly duplicates: number;
+  readonly lastDuplicateAt: string | null;
 }
 
 /** A summary plus the raw body bytes (null once retention pruned them), its request headers and its attempt history. */
@@ -59,9 +62,11 @@ export interface DeliveryRow {
   handled: number | boolean | null;
   received_at: string;
   updated_at: string;
+  duplicates: number;
+  last_duplicate_at: string | null;
 }
 
-export const SUMMARY_COLUMNS = "source, id, event_type, status, attempts, error, handled, received_at, updated_at";
+export const SUMMARY_COLUMNS = "source, id, event_type, status, attempts, error, handled, received_at, updated_at, duplicates, last_duplicate_at";
 
 /** One delivery as listed, from a row of SUMMARY_COLUMNS (either store's). */
 export function toSummary(row: DeliveryRow): DeliverySummary {
@@ -75,5 +80,7 @@ export function toSummary(row: DeliveryRow): DeliverySummary {
     handled: row.handled === null ? null : row.handled === true || row.handled === 1,
     receivedAt: row.received_at,
     updatedAt: row.updated_at,
+    duplicates: Number(row.duplicates),
+    lastDuplicateAt: row.last_duplicate_at,
   };
 }

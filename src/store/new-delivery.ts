@@ -17,3 +17,19 @@ export interface NewDelivery {
 }
 
 export type RecordOutcome = "stored" | "duplicate";
+
+/**
+ * The outcome of a record, after `count` has counted it when it is a duplicate (each store's
+ * duplicates.ts). The count is a trace, not the decision: when it fails, the answer "duplicate"
+ * stands (the row is saved, a 503 would only make the provider send it once more) and the failure
+ * is logged without the delivery's content.
+ */
+export async function withDuplicateCounted(outcome: RecordOutcome, count: () => Promise<void>): Promise<RecordOutcome> {
+  if (outcome !== "duplicate") return outcome;
+  try {
+    await count();
+  } catch (error) {
+    console.warn(`duplicate not counted: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return outcome;
+}

@@ -13,6 +13,14 @@ export const COUNTED_THROUGH = "counted_through";
 export const OVERVIEW_MARK = "overview";
 /** A snapshot is served for this long, then put together again by whoever reads it next (or the sweeper). */
 export const OVERVIEW_MAX_AGE_MS = 60_000;
+/**
+ * While the rows an overview counts live (those past the walk's mark, the unfinished, the failed)
+ * are at most this many, every read puts the overview together afresh: a few thousand index
+ * entries cost a few milliseconds, and a small inbox (a first run, a demo) then never shows a
+ * count that the list page contradicts. Past it (an inbox under load), the snapshot is served for
+ * up to OVERVIEW_MAX_AGE_MS, its age shown (`asOf`).
+ */
+export const LIVE_OVERVIEW_ROWS = 5_000;
 /** Rows counted per sweep at most: a database upgraded with a million rows catches up over a few sweeps. */
 export const COUNT_WALK_LIMIT = 50_000;
 /**
@@ -39,6 +47,9 @@ export interface Overview {
   readonly bySource: Record<string, StatusCounts>;
   /** Done deliveries that no handler matched. */
   readonly unhandled: number;
+  /** Copies answered "duplicate" (a provider's retries), ever, in all and by source (migrations/0009). */
+  readonly duplicates: number;
+  readonly duplicatesBySource: Record<string, number>;
   /** Age of the oldest received or processing delivery (read live), whole seconds; null when none waits. */
   readonly oldestWaitingSeconds: number | null;
   /** Deliveries received in the last 24 hours (the 24 hours of `hourly`), how many of them failed. */
@@ -59,7 +70,7 @@ export const firstHourMs = (nowMs: number) => Math.floor(nowMs / HOUR_MS) * HOUR
 /** What a store reads for a snapshot, each part as its own rows. */
 export interface SnapshotParts {
   /** `inbox_counts`: per source, the rows the walk counted, and the unhandled ones. */
-  readonly counted: readonly { readonly source: string; readonly total: number; readonly unhandled: number }[];
+  readonly counted: readonly { readonly source: string; readonly total: number; readonly unhandled: number; readonly duplicates: number }[];
   /** The rows past the walk's mark, per source. */
   readonly tail: readonly { readonly source: string; readonly n: number }[];
   /** `inbox_hours` from the first hour shown on, and the rows past the mark per hour. */
@@ -77,9 +88,13 @@ export function assembleSnapshot(parts: SnapshotParts, nowMs: number): Snapshot 
   const firstHour = hourKey(first);
   const totals = new Map<string, number>();
   let unhandled = 0;
-  for (const { source, total, unhandled: n } of parts.counted) {
+  let duplicates = 0;
+  const duplicatesBySource: Record<string, number> = {};
+  for (const { source, total, unhandled: n, duplicates: copies } of parts.counted) {
     totals.set(source, total);
     unhandled += n;
+    duplicates += copies;
+    if (copies > 0) duplicatesBySource[source] = copies;
   }
   for (const { source, n } of parts.tail) totals.set(source, (totals.get(source) ?? 0) + n);
 
@@ -109,6 +124,8 @@ export function assembleSnapshot(parts: SnapshotParts, nowMs: number): Snapshot 
     counts,
     bySource,
     unhandled,
+    duplicates,
+    duplicatesBySource,
     last24h: { received: received24, failed: failed24, failureRate: received24 === 0 ? null : failed24 / received24 },
     hourly,
   };
@@ -123,7 +140,8 @@ export function freshSnapshot(value: string | null | undefined, nowMs: number): 
   } catch {
     return null;
   }
-  if (typeof parsed.asOf !== "string" || !parsed.counts || !parsed.hourly) return null;
+  // A snapshot stored before a field was added is put together again.
+  if (typeof parsed.asOf !== "string" || !parsed.counts || !parsed.hourly || typeof parsed.duplicates !== "number") return null;
   return nowMs - Date.parse(parsed.asOf) < OVERVIEW_MAX_AGE_MS ? parsed : null;
 }
 

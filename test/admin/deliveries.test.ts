@@ -50,6 +50,8 @@ describe("GET /admin/deliveries", () => {
           handled: null,
           receivedAt: "2026-12-01T00:00:00.000Z",
           updatedAt: "2026-12-01T00:00:00.000Z",
+          duplicates: 0,
+          lastDuplicateAt: null,
         },
       ],
       nextCursor: null,

@@ -18,6 +18,18 @@ function get(token: string | null): Promise<Response> {
 }
 
 describe("GET /admin/metrics", () => {
+  it("counts the duplicates answered per source, as a counter", async () => {
+    const delivery = { source: "metrics-dup", id: "d-1", eventType: null, body, receivedAtMs: Date.now() };
+    const before = Number(/^webhook_inbox_duplicates_total\{source="metrics-dup"\} (\d+)$/m.exec(await (await get(env.ADMIN_TOKEN)).text())?.[1] ?? 0);
+    const store = openStore(env);
+    const ctx = { waitUntil: () => {} };
+    expect(await store.record(delivery, ctx)).toBe("stored");
+    expect(await store.record(delivery, ctx)).toBe("duplicate");
+    expect(await store.record(delivery, ctx)).toBe("duplicate");
+    const text = await (await get(env.ADMIN_TOKEN)).text();
+    expect(text).toContain(`webhook_inbox_duplicates_total{source="metrics-dup"} ${before + 2}\n`);
+  });
+
   it("counts deliveries by source and status, the oldest waiting and the unhandled, in the text format", async () => {
     const now = Date.now();
     const store = openStore(env);
@@ -48,6 +60,7 @@ describe("GET /admin/metrics", () => {
       expect(text).toContain(`webhook_inbox_deliveries{source="metrics",status="${status}"} ${n}\n`);
     }
     expect(text).toMatch(/^webhook_inbox_unhandled_deliveries 1$/m);
+    expect(text).toContain("# TYPE webhook_inbox_duplicates_total counter\n");
     const oldest = Number(/^webhook_inbox_oldest_waiting_seconds (\d+)$/m.exec(text)![1]);
     expect(oldest).toBeGreaterThanOrEqual(90);
     // Every line is a comment or `name{labels} value`.
@@ -61,6 +74,8 @@ describe("GET /admin/metrics", () => {
         counts: { received: 0, processing: 0, done: 1, failed: 0 },
         bySource: { 'we"ird\\\nname': { received: 0, processing: 0, done: 1, failed: 0 } },
         unhandled: 0,
+        duplicates: 2,
+        duplicatesBySource: { 'we"ird\\\nname': 2 },
         oldestWaitingSeconds: null,
         last24h: { received: 0, failed: 0, failureRate: null },
         hourly: [],
@@ -69,6 +84,7 @@ describe("GET /admin/metrics", () => {
     );
     expect(text).toContain('webhook_inbox_deliveries{source="we\\"ird\\\\\\nname",status="done"} 1\n');
     expect(text).toMatch(/^webhook_inbox_counts_age_seconds 5$/m);
+    expect(text).toContain('webhook_inbox_duplicates_total{source="we\\"ird\\\\\\nname"} 2\n');
   });
 
   it("is closed without the bearer token, and while ADMIN_TOKEN is unset", async () => {

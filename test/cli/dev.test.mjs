@@ -1,7 +1,7 @@
 // `npm run dev` (src/cli/dev.mjs): preparing .dev.vars, and the real thing started from a copy of
 // the checkout, once without a .dev.vars and once with an old one, until /health answers.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -105,7 +105,7 @@ describe("prepareDevVars", () => {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe("npm run dev, for real", { timeout: 2 * START_TIMEOUT_MS + 60_000 }, () => {
+describe("npm run dev, for real", { timeout: 6 * START_TIMEOUT_MS }, () => {
   /** A checkout-like copy: the committed files wrangler needs, node_modules linked, no .dev.vars. */
   let checkout = "";
   before(() => {
@@ -157,12 +157,73 @@ describe("npm run dev, for real", { timeout: 2 * START_TIMEOUT_MS + 60_000 }, ()
   /** The admin API's answer to `token`: 200 only if it is the ADMIN_TOKEN the runtime loaded. */
   const statsStatus = (url, token) => fetch(`${url}/admin/stats`, { headers: { authorization: `Bearer ${token}` } }).then((response) => response.status);
 
+  /** Polls `check` every 250 ms until it is truthy or `timeoutMs` passes. */
+  async function eventually(check, timeoutMs, what) {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await check();
+      if (value) return value;
+      assert.ok(Date.now() < deadline, `${what} within ${timeoutMs} ms`);
+      await sleep(250);
+    }
+  }
+
+  /** Runs the checkout's CLI with no INBOX_* in its environment, as a first user would. */
+  function cliInCheckout(args) {
+    const env = { ...process.env };
+    delete env.INBOX_URL;
+    delete env.INBOX_ADMIN_TOKEN;
+    return new Promise((resolve) =>
+      execFile(process.execPath, [join(checkout, "src", "cli", "webhook-inbox.mjs"), ...args], { cwd: checkout, env, timeout: 30_000 }, (error, stdout, stderr) =>
+        resolve({ code: error ? error.code : 0, stdout, stderr }),
+      ),
+    );
+  }
+
   it("in a fresh checkout: creates .dev.vars from the example, and the inbox runs with its values", async () => {
     assert.equal(existsSync(join(checkout, ".dev.vars")), false);
     await withDev(async (url, output) => {
       assert.equal(readFileSync(join(checkout, ".dev.vars"), "utf8"), EXAMPLE);
       assert.match(output.out, /created \.dev\.vars/);
       assert.equal(await statsStatus(url, parseDotenv(EXAMPLE).ADMIN_TOKEN), 200);
+    });
+  });
+
+  it("prints the migrations as one line, then one short banner: the URL, the dashboard, the demo, the CLI", async () => {
+    await withDev(async (url, output) => {
+      await eventually(() => output.out.includes("webhook-inbox is running at"), 30_000, "the banner");
+      const beforeBanner = output.out.slice(0, output.out.indexOf("webhook-inbox is running at"));
+      // wrangler's migrations table (drawn once per migration applied) is not shown.
+      assert.doesNotMatch(output.out, /[┌│└]/);
+      assert.match(beforeBanner, /^D1 \(local\): (applied \d+ migrations|migrations up to date)$/m);
+      assert.ok(beforeBanner.split("\n").length < 40, `${beforeBanner.split("\n").length} lines before the banner:\n${beforeBanner}`);
+      const banner = output.out.slice(output.out.indexOf("webhook-inbox is running at"));
+      assert.match(banner, new RegExp(`running at ${url.replace(/[.]/g, "\\.")}`));
+      assert.match(banner, new RegExp(`${url.replace(/[.]/g, "\\.")}/ui`));
+      assert.match(banner, /npx webhook-inbox send stripe/);
+      assert.match(banner, /npm run demo/);
+      assert.match(banner, /--port 8788/);
+    });
+  });
+
+  it("the CLI reaches it with no exports: the URL it announced and ADMIN_TOKEN from .dev.vars (the demo's closing hint works as printed)", async () => {
+    await withDev(async (_url, output) => {
+      await eventually(() => output.out.includes("webhook-inbox is running at"), 30_000, "the banner");
+      const result = await cliInCheckout(["list", "--status", "failed"]);
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(result.stdout, "no deliveries\n");
+    });
+  });
+
+  it("restarts wrangler dev when .dev.vars changes, saying so, and the inbox then uses the new values", async () => {
+    await withDev(async (url, output) => {
+      await eventually(() => output.out.includes("webhook-inbox is running at"), 30_000, "the banner");
+      const path = join(checkout, ".dev.vars");
+      writeFileSync(path, readFileSync(path, "utf8").replace(/^ADMIN_TOKEN=.*$/m, "ADMIN_TOKEN=changed-while-running"));
+      await eventually(() => /\.dev\.vars changed: restarting wrangler dev/.test(output.err), 10_000, "the warning");
+      await eventually(() => statsStatus(url, "changed-while-running").then((status) => status === 200, () => false), START_TIMEOUT_MS, "the new token accepted");
+      assert.equal(await statsStatus(url, parseDotenv(EXAMPLE).ADMIN_TOKEN), 401);
+      await eventually(() => output.out.includes("restarted with the new .dev.vars"), 30_000, "the restart line");
     });
   });
 

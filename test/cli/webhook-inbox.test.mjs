@@ -3,6 +3,9 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { createServer } from "node:http";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
 import { main } from "../../src/cli/webhook-inbox.mjs";
@@ -26,11 +29,14 @@ let url = "";
 before(() => new Promise((resolve) => server.listen(0, "127.0.0.1", () => ((url = `http://127.0.0.1:${server.address().port}`), resolve()))));
 after(() => new Promise((resolve) => server.close(resolve)));
 
+/** A project root without .dev.vars: no token comes from a file unless a test writes one. */
+const EMPTY_ROOT = mkdtempSync(join(tmpdir(), "webhook-inbox-cli-"));
+
 /** Runs the CLI in-process against the stub. */
-async function run(args, env = {}) {
+async function run(args, env = {}, root = EMPTY_ROOT) {
   const out = [];
   const err = [];
-  const code = await main(args, { env: { INBOX_URL: url, INBOX_ADMIN_TOKEN: "stub-token", ...env }, out: (line) => out.push(line), err: (line) => err.push(line) });
+  const code = await main(args, { env: { INBOX_URL: url, INBOX_ADMIN_TOKEN: "stub-token", ...env }, out: (line) => out.push(line), err: (line) => err.push(line), root });
   return { code, stdout: out.join("\n"), stderr: err.join("\n") };
 }
 
@@ -81,7 +87,7 @@ describe("webhook-inbox (against a stub API)", () => {
     answer = [200, JSON.stringify({ replayed: 1, remaining: 0 })];
     const result = await run(["replay", "--failed", "--source", "stripe", "--type", "invoice.paid"]);
     assert.deepEqual(JSON.parse(requests.at(-1)?.body ?? "{}"), { status: "failed", source: "stripe", eventType: "invoice.paid", limit: 100 });
-    assert.equal(result.stdout, "replayed 1 failed delivery of stripe (eventType invoice.paid); 0 still failed");
+    assert.equal(result.stdout, "replayed 1 failed delivery of stripe (eventType invoice.paid): back on the queue, results pending (webhook-inbox list --status failed shows any that fail again)");
   });
 
   it("shows a delivery's attempt history and request headers before its body", async () => {
@@ -115,6 +121,25 @@ describe("webhook-inbox (against a stub API)", () => {
     assert.ok(result.stdout.indexOf("OUTCOME") < result.stdout.indexOf("stripe-signature:") && result.stdout.indexOf("stripe-signature:") < result.stdout.lastIndexOf("{}"));
   });
 
+  it("shows duplicates, a failed delivery's handler as failed, and the runs after a replay by round", async () => {
+    answer = [
+      200,
+      JSON.stringify({
+        source: "stripe", id: "evt_2", eventType: "x", status: "failed", attempts: 1, error: "boom", handled: null,
+        receivedAt: "t", updatedAt: "t", duplicates: 2, lastDuplicateAt: "2026-12-04T00:00:09.000Z", body: null, headers: null,
+        attemptLog: [
+          { attempt: 1, at: "a", ms: 1, outcome: "failed", error: "boom" },
+          { attempt: null, at: "b", ms: null, outcome: "replayed", error: null },
+          { attempt: 1, at: "c", ms: 1, outcome: "failed", error: "boom" },
+        ],
+      }),
+    ];
+    const result = await run(["show", "stripe", "evt_2"]);
+    assert.match(result.stdout, /^handled\s+no \(its handler failed\)$/m);
+    assert.match(result.stdout, /^duplicates\s+2 \(the last at 2026-12-04T00:00:09\.000Z\)$/m);
+    assert.deepEqual([...result.stdout.matchAll(/^(1|replay 1|1 after replay 1)\s+[abc]\s/gm)].map((match) => match[1]), ["1", "replay 1", "1 after replay 1"]);
+  });
+
   it("escapes source and id in the path of show and replay", async () => {
     answer = [202, JSON.stringify({ status: "replayed", source: "s", id: "a/b c" })];
     await run(["replay", "s", "a/b c", "--force"]);
@@ -133,7 +158,7 @@ describe("webhook-inbox (against a stub API)", () => {
       { status: "failed", source: "stripe", limit: 100 },
       { status: "failed", source: "stripe", limit: 50 },
     ]);
-    assert.equal(result.stdout, "replayed 250 failed deliveries of stripe; 0 still failed");
+    assert.equal(result.stdout, "replayed 250 failed deliveries of stripe: back on the queue, results pending (webhook-inbox list --status failed shows any that fail again)");
   });
 
   it("replays no more than were failed at the start, even if some fail again meanwhile", async () => {
@@ -170,7 +195,7 @@ describe("webhook-inbox (against a stub API)", () => {
   for (const [args, env, expected] of [
     [[], {}, /no command given/],
     [["frob"], {}, /unknown command "frob"/],
-    [["status"], { INBOX_ADMIN_TOKEN: "" }, /no admin token: set INBOX_ADMIN_TOKEN or pass --token/],
+    [["status"], { INBOX_ADMIN_TOKEN: undefined }, /no admin token: set INBOX_ADMIN_TOKEN or pass --token/],
     [["show", "stripe"], {}, /expected: webhook-inbox show <source> <id>/],
     [["list", "--status", "lost"], {}, /--status must be one of received, processing, done, failed/],
     [["list", "--bogus"], {}, /Unknown option '--bogus'/],
@@ -185,6 +210,47 @@ describe("webhook-inbox (against a stub API)", () => {
       assert.equal(requests.length, before, "nothing was sent");
     });
   }
+
+  it("on a local inbox with no INBOX_ADMIN_TOKEN, uses .dev.vars's ADMIN_TOKEN, as npm run dev runs it", async () => {
+    const root = mkdtempSync(join(tmpdir(), "webhook-inbox-cli-"));
+    writeFileSync(join(root, ".dev.vars"), "STRIPE_WEBHOOK_SECRET=x\nADMIN_TOKEN=token-from-dev-vars\n");
+    answer = [200, JSON.stringify(STATS)];
+    const result = await run(["status"], { INBOX_ADMIN_TOKEN: undefined }, root);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(requests.at(-1)?.authorization, "Bearer token-from-dev-vars");
+  });
+
+  it("never sends .dev.vars's token to a remote inbox", async () => {
+    const root = mkdtempSync(join(tmpdir(), "webhook-inbox-cli-"));
+    writeFileSync(join(root, ".dev.vars"), "ADMIN_TOKEN=token-from-dev-vars\n");
+    const before = requests.length;
+    const result = await run(["status"], { INBOX_ADMIN_TOKEN: undefined, INBOX_URL: "https://inbox.example.com" }, root);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /no admin token/);
+    assert.equal(requests.length, before);
+  });
+
+  it("finds the port npm run dev announced, when INBOX_URL is not set", async () => {
+    const root = mkdtempSync(join(tmpdir(), "webhook-inbox-cli-"));
+    const { announceDevUrl } = await import("../../src/cli/lib/local-inbox.mjs");
+    const remove = announceDevUrl(root, url);
+    answer = [200, JSON.stringify(STATS)];
+    const result = await run(["status"], { INBOX_URL: undefined }, root);
+    remove();
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(requests.at(-1)?.url, "/admin/stats");
+  });
+
+  it("exits quietly when its reader stops early (show … | head), instead of crashing with EPIPE", async () => {
+    const big = { source: "s", id: "i", eventType: null, status: "done", attempts: 1, error: null, handled: true, receivedAt: "t", updatedAt: "t", body: { bytes: 1, text: JSON.stringify({ lines: Array.from({ length: 20_000 }, (_, n) => `line ${n}`) }), base64: "" } };
+    answer = [200, JSON.stringify(big)];
+    const result = await new Promise((resolve) =>
+      execFile("/bin/sh", ["-c", `"${process.execPath}" "${CLI}" show s i | head -n 2; echo "status=\${PIPESTATUS:-done}"`], { env: { ...process.env, INBOX_URL: url, INBOX_ADMIN_TOKEN: "t" } }, (error, stdout, stderr) => resolve({ error, stdout, stderr })),
+    );
+    assert.equal(result.error, null);
+    assert.equal(result.stdout.split("\n")[0], "FIELD       VALUE");
+    assert.doesNotMatch(result.stderr, /EPIPE|Error|throw/, result.stderr);
+  });
 
   it("prints help and exits 0 for --help, with no token needed", async () => {
     const result = await run(["--help"], { INBOX_ADMIN_TOKEN: "" });

@@ -161,7 +161,8 @@ describe("the webhook-inbox CLI against wrangler dev", { timeout: 180_000 }, () 
   it("replay --failed --source stripe replays every failed stripe delivery", async () => {
     const result = await cli(["replay", "--failed", "--source", "stripe"]);
     assert.equal(result.code, 0, result.stderr);
-    assert.equal(result.stdout, "replayed 1 failed delivery of stripe; 0 still failed\n");
+    // Known at once: what was put back; not how its run ends (it may fail again a second later).
+    assert.equal(result.stdout, "replayed 1 failed delivery of stripe: back on the queue, results pending (webhook-inbox list --status failed shows any that fail again)\n");
   });
 
   it("a wrong token exits 1 with one line naming the 401", async () => {

@@ -152,6 +152,9 @@ export interface DeliveryRow {
   headers: string | null;
   /** JSON text (see the module's doc). */
   attempt_log: string | null;
+  /** Copies answered "duplicate" since it was stored, and when the last came (migrations/0009). */
+  duplicates: number;
+  last_duplicate_at: string | null;
 }
 
 /** Every delivery (of `source`), by source and id. */

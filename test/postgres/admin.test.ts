@@ -112,6 +112,8 @@ describe("getDelivery", () => {
       handled: true,
       receivedAt: "2026-12-01T12:00:00.000Z",
       updatedAt: "2026-12-01T12:00:00.000Z",
+      duplicates: 0,
+      lastDuplicateAt: null,
       body,
       headers,
       attemptLog,

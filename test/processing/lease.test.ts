@@ -1,4 +1,4 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { DeliveryLease } from "../../src/processing/lease";
@@ -30,15 +30,17 @@ async function countWrites(lease: DurableObjectStub<DeliveryLease>): Promise<Wri
 }
 
 /**
- * Simulates an eviction (or a restart): `ctx.abort()` ends the object's instance, so the next call
- * meets a fresh one with nothing in memory, while its storage and alarm stay. The old stub is
- * broken by it; this returns a new one. (workerd logs the abort as an uncaught exception.)
+ * An eviction (as a restart would be): the runtime's own `evictDurableObject` ends the object's
+ * instance, so the next call meets a fresh one with nothing in memory, while its storage and alarm
+ * stay. This returns a new stub. (A `ctx.abort()` did the same, but workerd logged each one as an
+ * "uncaught exception", which read like a failure in the test output.)
  */
 async function evict(ref: DeliveryRef): Promise<DurableObjectStub<DeliveryLease>> {
-  await runInDurableObject(leaseFor(env, ref), (instance, ctx) => {
+  const stub = leaseFor(env, ref);
+  await runInDurableObject(stub, (instance) => {
     (instance as unknown as { evicted?: true }).evicted = true;
-    ctx.abort("simulated eviction");
-  }).catch(() => {});
+  });
+  await evictDurableObject(stub);
   const fresh = leaseFor(env, ref);
   // A fresh instance: the marker set on the old one is gone.
   expect(await runInDurableObject(fresh, (instance) => (instance as unknown as { evicted?: true }).evicted)).toBeUndefined();

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { deliveryStats } from "../../src/store/d1/admin";
 import { resetForReplay } from "../../src/store/d1/replay";
 import { markDone, markFailed, markTakeover } from "../../src/store/d1/lifecycle";
-import { advanceCounts, COUNT_LAG_MS, COUNT_SQL, OVERVIEW_SQL, refreshOverview } from "../../src/store/d1/overview";
+import { advanceCounts, COUNT_LAG_MS, COUNT_SQL, LIVE_ROWS_SQL, OVERVIEW_MAX_AGE_MS, OVERVIEW_SQL, readOverview, refreshOverview } from "../../src/store/d1/overview";
 import { insertDelivery } from "../../src/store/d1/record";
 import { applyRetention, RETENTION_SQL } from "../../src/store/d1/sweep";
 
@@ -140,5 +140,28 @@ describe("the overview's cost", () => {
     expect(unhandled!.n).toBeGreaterThan(3000);
     expect(overview.unhandled).toBe(unhandled!.n);
     expect(await rowsRead()).toBeLessThan(idle + 50);
+  });
+
+  it("serves the stored snapshot for a minute once more rows than the live limit would be counted, then puts it together again", async () => {
+    const now = Date.parse("2034-01-01T00:00:00.000Z");
+    await refreshOverview(env.DB, now);
+    // A live limit of 0 stands for an inbox under load: the rows past the mark exceed it.
+    const before = (await readOverview(env.DB, now + 1_000, 0)).counts.done;
+    const ref = { source: "ov-cache", id: "x" };
+    await insertDelivery(env.DB, { ...ref, eventType: null, body: new Uint8Array([123, 125]), receivedAtMs: now - DAY }).run();
+    expect((await markDone(env.DB, ref, now, true, now).run()).meta.changes).toBe(1);
+    expect((await readOverview(env.DB, now + OVERVIEW_MAX_AGE_MS - 1, 0)).counts.done).toBe(before);
+    const later = await readOverview(env.DB, now + OVERVIEW_MAX_AGE_MS, 0);
+    expect(later.counts.done).toBe(before + 1);
+    expect(later.asOf).toBe(new Date(now + OVERVIEW_MAX_AGE_MS).toISOString());
+    // With the default limit (few rows to count here) it is put together on every read.
+    expect((await readOverview(env.DB, now + OVERVIEW_MAX_AGE_MS + 1)).asOf).toBe(new Date(now + OVERVIEW_MAX_AGE_MS + 1).toISOString());
+  });
+
+  it("decides whether to count live from the three indexes, each bounded by the limit", async () => {
+    const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${LIVE_ROWS_SQL}`).bind(10).all<{ detail: string }>();
+    const lines = results.map((row) => row.detail);
+    expect(lines.filter((line) => /^SCAN deliveries( |$)/.test(line) && !/INDEX/.test(line))).toEqual([]);
+    for (const index of ["deliveries_by_age", "deliveries_pending", "deliveries_failed"]) expect(lines.join("\n")).toContain(index);
   });
 });

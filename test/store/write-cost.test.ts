@@ -6,6 +6,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { claimedDelivery, markDone, markRetrying, markTakeover, readClaim } from "../../src/store/d1/lifecycle";
+import { DUPLICATE_SQL } from "../../src/store/d1/duplicates";
 import { insertDelivery } from "../../src/store/d1/record";
 
 const NOW = Date.parse("2026-12-02T00:00:00.000Z");
@@ -49,5 +50,27 @@ describe("rows written with the dashboard's columns (migrations/0008: headers, a
     const other = { source: "dash-cost", id: "unhandled" };
     await insertDelivery(env.DB, { ...other, eventType: null, body, receivedAtMs: NOW }).run();
     expect((await markDone(env.DB, other, NOW + 1, false, NOW + 20, { startedAtMs: NOW }).run()).meta.rows_written).toBe(2);
+  });
+});
+
+describe("rows written for duplicates (migrations/0009)", () => {
+  it("adds nothing to a new delivery (3 rows); a duplicate's insert writes 0, its count 2: the original's row and its source's counter", async () => {
+    const ref = { source: "dup-cost", id: "evt_1" };
+    const delivery = { ...ref, eventType: null, body, receivedAtMs: NOW };
+    const first = await insertDelivery(env.DB, delivery).run();
+    const again = await insertDelivery(env.DB, delivery).run();
+    expect([first.meta.rows_written, again.meta.changes, again.meta.rows_written]).toEqual([3, 0, 0]);
+    const [bump, counter] = await env.DB.batch([
+      env.DB.prepare(DUPLICATE_SQL.bump).bind(ref.source, ref.id, null, new Date(NOW + 1).toISOString()),
+      env.DB.prepare(DUPLICATE_SQL.count).bind(ref.source),
+    ]);
+    expect([bump!.meta.changes, bump!.meta.rows_written, counter!.meta.rows_written]).toEqual([1, 1, 1]);
+  });
+
+  it("finds the original by its primary key or the content digest's index, never by a scan", async () => {
+    const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${DUPLICATE_SQL.bump}`).bind("s", "i", new Uint8Array(32), "t").all<{ detail: string }>();
+    const lines = results.map((row) => row.detail);
+    expect(lines.filter((line) => /^SCAN /.test(line))).toEqual([]);
+    expect(lines.join("\n")).toContain("deliveries_by_content_digest");
   });
 });

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { downloadName } from "../../src/http/ui/routes/deliveries";
 import { ui } from "./client";
+import { recordDelivery } from "../helpers/store-db";
 import { putDelivery } from "./fixtures";
 
 const HOSTILE = `<script>alert("pwned")</script><img src=x onerror=alert(1)>`;
@@ -177,6 +178,41 @@ describe("GET /ui/deliveries/:source/:id", () => {
     ]);
     // A failed delivery can be replayed from here; the button is a POST form.
     expect(page.text).toContain('<form method="post" action="/ui/deliveries/ui-detail/full/replay"><button type="submit">Replay</button></form>');
+  });
+
+  it("says a failed delivery's handler failed, instead of \"not yet\" handled", async () => {
+    await putDelivery({ source: "ui-detail", id: "failed-handled", status: "failed", attempts: 5, error: "boom" });
+    const page = await ui("/ui/deliveries/ui-detail/failed-handled");
+    expect(page.text).toMatch(/<dt>Handled<\/dt><dd><span class="muted">no: its handler failed/);
+    expect(page.text).not.toContain("not yet");
+  });
+
+  it("numbers the runs after a replay by their round, and names the replay's own row", async () => {
+    await putDelivery({
+      source: "ui-detail",
+      id: "replayed",
+      status: "done",
+      attempts: 1,
+      attemptLog: [
+        { attempt: 1, at: "2026-03-01T10:00:00.000Z", ms: 5, outcome: "failed", error: "PermanentError: no amount" },
+        { attempt: null, at: "2026-03-01T10:10:00.000Z", ms: null, outcome: "replayed", error: null },
+        { attempt: 1, at: "2026-03-01T10:10:01.000Z", ms: 7, outcome: "done", error: null },
+      ],
+    });
+    const page = await ui("/ui/deliveries/ui-detail/replayed");
+    expect(rows(`<table>${page.text.split("<table>")[1]}`).map((row) => row[0])).toEqual(["1", "replay 1", "1 after replay 1"]);
+  });
+
+  it("shows how many duplicates came and when the last did, or that none did", async () => {
+    const body = new TextEncoder().encode("{}");
+    const delivery = { source: "ui-detail", id: "dup", eventType: null, body, receivedAtMs: Date.parse("2026-03-01T10:00:00.000Z") };
+    await recordDelivery(delivery);
+    expect(await recordDelivery({ ...delivery, receivedAtMs: Date.parse("2026-03-01T10:00:05.000Z") })).toBe("duplicate");
+    expect(await recordDelivery({ ...delivery, receivedAtMs: Date.parse("2026-03-01T10:01:00.000Z") })).toBe("duplicate");
+    const page = await ui("/ui/deliveries/ui-detail/dup");
+    expect(page.text).toMatch(/<dt>Duplicates<\/dt><dd>2 copies answered &quot;duplicate&quot; \(the provider sent it again\), the last <time datetime="2026-03-01T10:01:00.000Z">/);
+    await putDelivery({ source: "ui-detail", id: "no-dup" });
+    expect((await ui("/ui/deliveries/ui-detail/no-dup")).text).toContain("<dt>Duplicates</dt><dd><span class=\"muted\">none");
   });
 
   it("shows a repeated deferral once, with how many times it happened", async () => {

@@ -1,13 +1,19 @@
 /**
  * `GET /ui`: the overview's numbers, each a link to the list it counts, the chart and its text
- * equivalent. It reads the store's snapshot (at most a minute old by design), so each test
- * drops the snapshot first: the page's read then puts a fresh one together.
+ * equivalent, the duplicates; `GET /` leads here. On a small inbox (every test's) the page's read
+ * puts the numbers together afresh; some tests still drop the stored snapshot first, so that they
+ * would hold under load too (where a snapshot up to a minute old is served).
  */
 import { describe, expect, it } from "vitest";
 import { sql } from "../../src/sql";
 import { OVERVIEW_MARK } from "../../src/store/snapshot";
 import { exec } from "../helpers/store-db";
 import { ui } from "./client";
+import { HourlyChart } from "../../src/http/ui/pages/chart";
+import { openStore } from "../../src/store";
+import { recordDelivery } from "../helpers/store-db";
+import { env, exports } from "cloudflare:workers";
+import { BASE_URL } from "../helpers/signers";
 import { putDelivery } from "./fixtures";
 
 /** Drops the stored snapshot (either store keeps it in inbox_marks): the next read puts it together afresh. */
@@ -97,5 +103,46 @@ describe("GET /ui", () => {
     const result = await ui("/ui", { session: null });
     expect(result.status).toBe(303);
     expect(result.headers.get("location")).toBe("/ui/login?next=%2Fui");
+  });
+
+  it("counts what changed since the last view at once, agreeing with the list page (no minute-old snapshot on a small inbox)", async () => {
+    await putDelivery({ source: "ui-ov-now", id: "a", status: "done", attempts: 1 });
+    // The page read once (as right after the demo): a snapshot is stored.
+    await openStore(env).maintainOverview(Date.now());
+    expect(linkTo((await ui("/ui")).text, "1 done deliveries of ui-ov-now")).toBeDefined();
+    await putDelivery({ source: "ui-ov-now", id: "b", status: "done", attempts: 1 });
+    await putDelivery({ source: "ui-ov-now", id: "c", status: "failed", attempts: 1, error: "boom" });
+    const page = await ui("/ui");
+    expect(linkTo(page.text, "2 done deliveries of ui-ov-now")).toBe("/ui/deliveries?status=done&source=ui-ov-now");
+    expect(linkTo(page.text, "1 failed deliveries of ui-ov-now")).toBe("/ui/deliveries?status=failed&source=ui-ov-now");
+    const list = await ui("/ui/deliveries?status=done&source=ui-ov-now");
+    expect([...list.text.matchAll(/href="\/ui\/deliveries\/ui-ov-now\//g)]).toHaveLength(2);
+  });
+
+  it("shows the duplicates recognised, in all and by source", async () => {
+    const delivery = { source: "ui-ov-dup", id: "evt_1", eventType: null, body: new TextEncoder().encode("{}"), receivedAtMs: Date.now() };
+    await recordDelivery(delivery);
+    expect(await recordDelivery(delivery)).toBe("duplicate");
+    expect(await recordDelivery(delivery)).toBe("duplicate");
+    const page = await ui("/ui");
+    // The source's row ends with its duplicates, after its total.
+    expect(page.text).toMatch(/<th scope="row">ui-ov-dup<\/th>(?:(?!<\/tr>)[\s\S])*aria-label="1 deliveries of ui-ov-dup">1<\/a><\/td><td class="num">2<\/td><\/tr>/);
+    expect(page.text).toMatch(/<span class="label">Duplicates recognised \(a provider sent a delivery again\)<\/span><span class="value">\d+<\/span>/);
+  });
+
+  it("draws whole-number ticks only: no 0.5 for a busiest hour of 1 (nor 2.5 for 5)", async () => {
+    const hours = (top: number) => Array.from({ length: 24 }, (_, index) => ({ hour: new Date(Date.UTC(2026, 2, 1, index)).toISOString(), received: index === 3 ? top : 0, failed: 0 }));
+    const ticks = async (top: number) => [...String(await HourlyChart({ hours: hours(top) })).matchAll(/<text x="34" y="[\d.]+" text-anchor="end">([^<]*)<\/text>/g)].map((match) => match[1]);
+    expect(await ticks(1)).toEqual(["0", "1"]);
+    expect(await ticks(5)).toEqual(["0", "5"]);
+    expect(await ticks(20)).toEqual(["0", "10", "20"]);
+  });
+});
+
+describe("GET /", () => {
+  it("redirects to the dashboard", async () => {
+    const response = await exports.default.fetch(new Request(`${BASE_URL}/`, { redirect: "manual" }));
+    expect(response.status).toBe(302);
+    expect(response.headers.get("location")).toBe("/ui");
   });
 });

@@ -12,7 +12,7 @@ import { DELIVERY_STATUSES, openStore } from "../../store";
 const metricsRoute = createRoute({
   method: "get",
   path: "/metrics",
-  summary: "Deliveries by status and source, the oldest waiting, unhandled: Prometheus text format",
+  summary: "Deliveries by status and source, the oldest waiting, unhandled, duplicates by source: Prometheus text format",
   security: BEARER_SECURITY,
   responses: {
     200: { description: "the metrics (`text/plain; version=0.0.4`)", content: { "text/plain": { schema: z.string() } } },
@@ -45,6 +45,8 @@ export function renderMetrics(overview: Overview, nowMs: number): string {
       .sort(([a], [b]) => (a < b ? -1 : 1))
       .flatMap(([source, counts]) => DELIVERY_STATUSES.map((status) => [`{source="${label(source)}",status="${status}"}`, counts[status]] as [string, number])),
   );
+  lines.push("# HELP webhook_inbox_duplicates_total Copies answered \"duplicate\" (a provider's retries), by source.", "# TYPE webhook_inbox_duplicates_total counter");
+  for (const [source, copies] of Object.entries(overview.duplicatesBySource).sort(([a], [b]) => (a < b ? -1 : 1))) lines.push(`webhook_inbox_duplicates_total{source="${label(source)}"} ${copies}`);
   gauge("webhook_inbox_oldest_waiting_seconds", "Age of the oldest received or processing delivery; 0 when none waits.", [["", overview.oldestWaitingSeconds ?? 0]]);
   gauge("webhook_inbox_unhandled_deliveries", "Done deliveries that no handler matched.", [["", overview.unhandled]]);
   gauge("webhook_inbox_received_last_24h", "Deliveries received in the last 24 hours.", [["", overview.last24h.received]]);

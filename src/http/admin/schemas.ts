@@ -78,6 +78,8 @@ export const DeliverySummarySchema = z
     handled: z.boolean().nullable().openapi({ description: "on done: whether a handler matched" }),
     receivedAt: z.string().openapi({ example: "2026-12-03T07:41:45.123Z" }),
     updatedAt: z.string(),
+    duplicates: z.number().int().openapi({ description: 'copies answered "duplicate" after this delivery was stored (a provider\'s retries)' }),
+    lastDuplicateAt: z.string().nullable().openapi({ description: "when the last duplicate came; null when none did" }),
   })
   .openapi("DeliverySummary");
 

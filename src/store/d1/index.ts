@@ -9,7 +9,9 @@ import type { DeliveryRef } from "../../delivery-ref";
 import { SqlStatement } from "../../sql";
 import { deliveryStats, getDelivery } from "./admin";
 import { createBatcher, type StatementBatcher } from "./batcher";
+import { countDuplicate } from "./duplicates";
 import { recordDeliveryGrouped } from "./group-commit";
+import { withDuplicateCounted } from "../new-delivery";
 import { claimedDelivery, committedWith, isLeaseLost, markDeferred, markDone, markFailed, markRetrying, markTakeover, readClaim, requireDone } from "./lifecycle";
 import { findDeliveryById, listDeliveries } from "./listing";
 import { maintainOverview, readOverview } from "./overview";
@@ -61,7 +63,7 @@ export function d1Store(db: D1Database): Store {
   let commits: StatementBatcher | undefined;
 
   return {
-    record: (delivery, ctx) => recordDeliveryGrouped(db, ctx, delivery),
+    record: async (delivery, ctx) => withDuplicateCounted(await recordDeliveryGrouped(db, ctx, delivery), () => countDuplicate(db, delivery)),
 
     async claim(ref, token, takeover, nowMs) {
       // A free lease's claim only reads the row; a takeover is recorded first (lifecycle.ts).

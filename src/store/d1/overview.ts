@@ -13,10 +13,13 @@
  * - failed: the partial index of failed rows;
  * - unhandled: `inbox_counts.unhandled`, kept exact by triggers (migrations/0008) and retention;
  * - done: what is left of the total.
+ * - duplicates: `inbox_counts.duplicates`, counted when a duplicate is answered (migrations/0009);
  * None of these is a write on the hot path (an unhandled delivery pays one row for its count).
- * Put together (`refreshOverview`), they are kept as one snapshot in `inbox_marks` and served from
- * there for up to OVERVIEW_MAX_AGE_MS; the oldest waiting delivery is read live (the first entry of
- * the partial index).
+ * While the rows counted live are few (LIVE_OVERVIEW_ROWS: a first run, a demo, a quiet inbox),
+ * every read puts the overview together afresh, so that it never contradicts the list page. Past
+ * that, put together (`refreshOverview`), they are kept as one snapshot in `inbox_marks` and served
+ * from there for up to OVERVIEW_MAX_AGE_MS; the oldest waiting delivery is read live (the first
+ * entry of the partial index).
  */
 import { isoTime } from "../clock";
 import { markSql } from "./marks";
@@ -30,6 +33,7 @@ import {
   HOUR_MS,
   hourKey,
   HOURS_KEPT,
+  LIVE_OVERVIEW_ROWS,
   OVERVIEW_MARK,
   withOldestWaiting,
   type Overview,
@@ -49,7 +53,7 @@ const OLDEST_WAITING_SQL = "SELECT MIN(received_at) AS oldest FROM deliveries WH
  * small table, never the deliveries table as a whole.
  */
 export const OVERVIEW_SQL = {
-  counted: "SELECT source, total, unhandled FROM inbox_counts",
+  counted: "SELECT source, total, unhandled, duplicates FROM inbox_counts",
   /**
    * The rows past the mark, by source: a range of the age index. Named, because the planner,
    * not knowing how few rows are past the mark, would rather walk the table in source order.
@@ -62,6 +66,16 @@ export const OVERVIEW_SQL = {
   failed: "SELECT source, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_failed WHERE status = 'failed' GROUP BY source",
   failedHours: "SELECT substr(received_at, 1, 13) AS hour, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_failed WHERE status = 'failed' AND received_at >= ?1 GROUP BY 1",
 } as const;
+
+/**
+ * How many rows a fresh overview would count live (past the walk's mark, unfinished, failed), each
+ * part bounded by `?1` (its LIMIT): what decides whether a read puts it together afresh
+ * (LIVE_OVERVIEW_ROWS). Each reads its index, as the parts above.
+ */
+export const LIVE_ROWS_SQL = `SELECT
+    (SELECT COUNT(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_by_age WHERE received_at >= ${MARK} LIMIT ?1))
+    + (SELECT COUNT(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_pending WHERE status IN ('received', 'processing') LIMIT ?1))
+    + (SELECT COUNT(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_failed WHERE status = 'failed' LIMIT ?1)) AS n`;
 
 /** The walk's statements, for `EXPLAIN QUERY PLAN` too. `?1`: the mark as read, `?2`: the new mark. */
 export const COUNT_SQL = {
@@ -103,6 +117,16 @@ export async function advanceCounts(db: D1Database, nowMs: number, limit = COUNT
 
 /** Puts the snapshot together from the counts and the small indexes (one read transaction), and stores it. */
 export async function refreshOverview(db: D1Database, nowMs: number): Promise<Snapshot> {
+  const snapshot = await putTogether(db, nowMs);
+  await db
+    .prepare("INSERT INTO inbox_marks (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = excluded.value")
+    .bind(OVERVIEW_MARK, JSON.stringify(snapshot))
+    .run();
+  return snapshot;
+}
+
+/** The snapshot at `nowMs` from the counts and the small indexes, in one read transaction; nothing written. */
+async function putTogether(db: D1Database, nowMs: number): Promise<Snapshot> {
   const first = firstHourMs(nowMs);
   const results = await db.batch([
     db.prepare(OVERVIEW_SQL.counted),
@@ -114,29 +138,30 @@ export async function refreshOverview(db: D1Database, nowMs: number): Promise<Sn
     db.prepare(OVERVIEW_SQL.failedHours).bind(isoTime(first)),
   ]);
   const rows = <T>(index: number) => results[index]!.results as T[];
-  const snapshot = assembleSnapshot(
+  return assembleSnapshot(
     { counted: rows(0), tail: rows(1), tailHours: rows(2), hours: rows(3), pending: rows(4), failed: rows(5), failedHours: rows(6) },
     nowMs,
   );
-  await db
-    .prepare("INSERT INTO inbox_marks (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = excluded.value")
-    .bind(OVERVIEW_MARK, JSON.stringify(snapshot))
-    .run();
-  return snapshot;
 }
 
 /**
- * The overview: the stored snapshot while it is younger than OVERVIEW_MAX_AGE_MS, else a fresh one
- * (see `refreshOverview`); the oldest waiting delivery read live. Two reads when the snapshot is fresh.
+ * The overview: put together afresh while that is cheap (at most `liveLimit` rows to count live,
+ * LIVE_OVERVIEW_ROWS), without storing it; else the stored snapshot while it is younger than
+ * OVERVIEW_MAX_AGE_MS, else a fresh one, stored (see `refreshOverview`). The oldest waiting
+ * delivery is read live. One batch of three reads decides.
  * @example
  * const { counts, last24h } = await readOverview(env.DB, Date.now());
  */
-export async function readOverview(db: D1Database, nowMs: number): Promise<Overview> {
-  const [stored, oldest] = await db.batch([
+export async function readOverview(db: D1Database, nowMs: number, liveLimit = LIVE_OVERVIEW_ROWS): Promise<Overview> {
+  const [stored, oldest, live] = await db.batch([
     db.prepare("SELECT value FROM inbox_marks WHERE name = ?1").bind(OVERVIEW_MARK),
     db.prepare(OLDEST_WAITING_SQL),
+    db.prepare(LIVE_ROWS_SQL).bind(liveLimit + 1),
   ]);
-  const snapshot = freshSnapshot((stored!.results[0] as { value: string } | undefined)?.value, nowMs) ?? (await refreshOverview(db, nowMs));
+  const cheap = ((live!.results[0] as { n: number } | undefined)?.n ?? 0) <= liveLimit;
+  const snapshot = cheap
+    ? await putTogether(db, nowMs)
+    : (freshSnapshot((stored!.results[0] as { value: string } | undefined)?.value, nowMs) ?? (await refreshOverview(db, nowMs)));
   return withOldestWaiting(snapshot, (oldest!.results[0] as { oldest: string | null } | undefined)?.oldest ?? null, nowMs);
 }
 

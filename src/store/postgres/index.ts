@@ -11,11 +11,13 @@
  */
 import type { ClosableStore } from "../store";
 import { deliveryStats, getDelivery } from "./admin";
-import { clientPerOperation, isStatementError, type Connections } from "./client";
+import { clientPerOperation, isStatementError, withClient, type Connections } from "./client";
 import { claim, commitDone, entityVersion, markDeferred, markFailed, markRetrying } from "./lifecycle";
 import { findDeliveryById, listDeliveries } from "./listing";
 import { maintainOverview, readOverview } from "./overview";
+import { countDuplicate } from "./duplicates";
 import { recordDelivery } from "./record";
+import { withDuplicateCounted } from "../new-delivery";
 import { countFailed, replayState, resetFailedForReplay, resetForReplay } from "./replay";
 import { notePreviousSecret, previousSecretUses, providerMessages, recordProviderMessage } from "./secrets";
 import { applyRetention, takeStranded } from "./sweep";
@@ -31,7 +33,8 @@ export function postgresStore(hyperdrive: Hyperdrive, connections: Connections =
   const run = connections.run;
   return {
     close: connections.close,
-    record: (delivery, ctx) => recordDelivery(hyperdrive, ctx, delivery),
+    record: async (delivery, ctx) =>
+      withDuplicateCounted(await recordDelivery(hyperdrive, ctx, delivery), () => withClient(hyperdrive, (db) => countDuplicate(db, delivery))),
 
     // Tried twice, as D1's batcher tries a claim (store/d1/batcher.ts): a takeover's mark whose answer
     // was lost has landed, and only its second run tells the consumer what it did (a delivery set

@@ -3,7 +3,8 @@
  * together as the D1 store does (store/d1/overview.ts says where each number comes from): the counts
  * the sweeper's walk carried into `inbox_counts` and `inbox_hours`, the rows past its mark counted
  * in the age index, the partial indexes for the unfinished and the failed, the trigger-kept
- * unhandled count; kept as one snapshot in `inbox_marks` and served from there for up to
+ * unhandled and duplicate counts; put together afresh on every read while few rows are counted live
+ * (LIVE_OVERVIEW_ROWS), else kept as one snapshot in `inbox_marks` and served from there for up to
  * OVERVIEW_MAX_AGE_MS. Postgres runs many queries at once, but a poll that counted the table would
  * still read it all, every few seconds, per open dashboard: the design stays.
  *
@@ -28,6 +29,7 @@ import {
   HOUR_MS,
   hourKey,
   HOURS_KEPT,
+  LIVE_OVERVIEW_ROWS,
   OVERVIEW_MARK,
   withOldestWaiting,
   type Overview,
@@ -45,15 +47,15 @@ const OLDEST_WAITING = "(SELECT min(received_at) FROM deliveries WHERE status IN
  * (`YYYY-MM-DDTHH`). `$1`: the first hour of the chart, `$2`: the same as an ISO time.
  */
 export const OVERVIEW_PARTS = {
-  counted: "SELECT 'counted' AS part, source AS key, NULL AS status, total AS n, unhandled FROM inbox_counts",
+  counted: "SELECT 'counted' AS part, source AS key, NULL AS status, total AS n, unhandled, duplicates FROM inbox_counts",
   // The rows past the mark: a range of the age index.
-  tail: `SELECT 'tail', source, NULL, count(*), NULL FROM deliveries WHERE received_at >= ${MARK} GROUP BY source`,
-  tailHours: `SELECT 'tailHours', left(received_at, 13), NULL, count(*), NULL FROM deliveries WHERE received_at >= ${MARK} GROUP BY 2`,
-  hours: "SELECT 'hours', hour, NULL, received, NULL FROM inbox_hours WHERE hour >= $1",
+  tail: `SELECT 'tail', source, NULL, count(*), NULL, NULL FROM deliveries WHERE received_at >= ${MARK} GROUP BY source`,
+  tailHours: `SELECT 'tailHours', left(received_at, 13), NULL, count(*), NULL, NULL FROM deliveries WHERE received_at >= ${MARK} GROUP BY 2`,
+  hours: "SELECT 'hours', hour, NULL, received, NULL, NULL FROM inbox_hours WHERE hour >= $1",
   // The partial indexes: each WHERE repeats its index's predicate.
-  pending: "SELECT 'pending', source, status, count(*), NULL FROM deliveries WHERE status IN ('received', 'processing') GROUP BY source, status",
-  failed: "SELECT 'failed', source, NULL, count(*), NULL FROM deliveries WHERE status = 'failed' GROUP BY source",
-  failedHours: "SELECT 'failedHours', left(received_at, 13), NULL, count(*), NULL FROM deliveries WHERE status = 'failed' AND received_at >= $2 GROUP BY 2",
+  pending: "SELECT 'pending', source, status, count(*), NULL, NULL FROM deliveries WHERE status IN ('received', 'processing') GROUP BY source, status",
+  failed: "SELECT 'failed', source, NULL, count(*), NULL, NULL FROM deliveries WHERE status = 'failed' GROUP BY source",
+  failedHours: "SELECT 'failedHours', left(received_at, 13), NULL, count(*), NULL, NULL FROM deliveries WHERE status = 'failed' AND received_at >= $2 GROUP BY 2",
 } as const;
 export const OVERVIEW_SQL = Object.values(OVERVIEW_PARTS).join("\nUNION ALL ");
 
@@ -139,8 +141,15 @@ type Part = keyof typeof OVERVIEW_PARTS;
  * const { counts } = await refreshOverview(client, Date.now());
  */
 export async function refreshOverview(q: Queryable, nowMs: number): Promise<Snapshot> {
+  const snapshot = await putTogether(q, nowMs);
+  await q.query("INSERT INTO inbox_marks (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value", [OVERVIEW_MARK, JSON.stringify(snapshot)]);
+  return snapshot;
+}
+
+/** The snapshot at `nowMs` from the counts and the small indexes, in one statement; nothing written. */
+async function putTogether(q: Queryable, nowMs: number): Promise<Snapshot> {
   const first = firstHourMs(nowMs);
-  const { rows } = await q.query<{ part: Part; key: string; status: DeliveryStatus | null; n: string; unhandled: string | null }>(OVERVIEW_SQL, [
+  const { rows } = await q.query<{ part: Part; key: string; status: DeliveryStatus | null; n: string; unhandled: string | null; duplicates: string | null }>(OVERVIEW_SQL, [
     hourKey(first),
     isoTime(first),
   ]);
@@ -148,9 +157,9 @@ export async function refreshOverview(q: Queryable, nowMs: number): Promise<Snap
   const part = (name: Part) => rows.filter((row) => row.part === name);
   const bySource = (name: Part) => part(name).map((row) => ({ source: row.key, n: Number(row.n) }));
   const byHour = (name: Part) => part(name).map((row) => ({ hour: row.key, n: Number(row.n) }));
-  const snapshot = assembleSnapshot(
+  return assembleSnapshot(
     {
-      counted: part("counted").map((row) => ({ source: row.key, total: Number(row.n), unhandled: Number(row.unhandled ?? 0) })),
+      counted: part("counted").map((row) => ({ source: row.key, total: Number(row.n), unhandled: Number(row.unhandled ?? 0), duplicates: Number(row.duplicates ?? 0) })),
       tail: bySource("tail"),
       hours: byHour("hours"),
       tailHours: byHour("tailHours"),
@@ -160,23 +169,31 @@ export async function refreshOverview(q: Queryable, nowMs: number): Promise<Snap
     },
     nowMs,
   );
-  await q.query("INSERT INTO inbox_marks (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value", [OVERVIEW_MARK, JSON.stringify(snapshot)]);
-  return snapshot;
 }
 
 /**
- * The overview: the stored snapshot while it is younger than OVERVIEW_MAX_AGE_MS, else a fresh one
- * (see `refreshOverview`); the oldest waiting delivery read live. One statement when the snapshot is fresh.
+ * How many rows a fresh overview would count live (past the walk's mark, unfinished, failed), each
+ * part bounded by `$2` (its LIMIT): what decides whether a read puts it together afresh.
+ */
+export const LIVE_ROWS_SQL = `(SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE received_at >= ${MARK} LIMIT $2) AS tail)
+  + (SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE status IN ('received', 'processing') LIMIT $2) AS pending)
+  + (SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE status = 'failed' LIMIT $2) AS failed)`;
+
+/**
+ * The overview: put together afresh while that is cheap (at most `liveLimit` rows to count live,
+ * LIVE_OVERVIEW_ROWS), without storing it; else the stored snapshot while it is younger than
+ * OVERVIEW_MAX_AGE_MS, else a fresh one, stored (see `refreshOverview`). The oldest waiting
+ * delivery is read live. One statement decides.
  * @example
  * const { counts, last24h } = await readOverview(client, Date.now());
  */
-export async function readOverview(q: Queryable, nowMs: number): Promise<Overview> {
-  const { rows } = await q.query<{ snapshot: string | null; oldest: string | null }>(
-    `SELECT (SELECT value FROM inbox_marks WHERE name = $1) AS snapshot, ${OLDEST_WAITING} AS oldest`,
-    [OVERVIEW_MARK],
+export async function readOverview(q: Queryable, nowMs: number, liveLimit = LIVE_OVERVIEW_ROWS): Promise<Overview> {
+  const { rows } = await q.query<{ snapshot: string | null; oldest: string | null; live: string }>(
+    `SELECT (SELECT value FROM inbox_marks WHERE name = $1) AS snapshot, ${OLDEST_WAITING} AS oldest, ${LIVE_ROWS_SQL} AS live`,
+    [OVERVIEW_MARK, liveLimit + 1],
   );
-  const { snapshot: stored = null, oldest = null } = rows[0] ?? {};
-  const snapshot = freshSnapshot(stored, nowMs) ?? (await refreshOverview(q, nowMs));
+  const { snapshot: stored = null, oldest = null, live = "0" } = rows[0] ?? {};
+  const snapshot = Number(live) <= liveLimit ? await putTogether(q, nowMs) : (freshSnapshot(stored, nowMs) ?? (await refreshOverview(q, nowMs)));
   return withOldestWaiting(snapshot, oldest, nowMs);
 }
 

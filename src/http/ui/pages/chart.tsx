@@ -40,11 +40,12 @@ export function HourlyChart(props: { hours: readonly HourCount[] }) {
     <svg class="chart" viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="img" aria-labelledby="chart-title chart-summary">
       <title id="chart-title">Received and failed deliveries per hour, last 24 hours (UTC)</title>
       <desc id="chart-summary">{summary}</desc>
-      {[0, top / 2, top].map((value) => (
+      {/* Counts are whole: a middle tick only where it is a whole number (no "0.5" above 0 and below 1). */}
+      {[0, top / 2, top].filter(Number.isInteger).map((value) => (
         <>
           <line class="grid" x1={LEFT} x2={WIDTH} y1={y(value)} y2={y(value)} />
           <text x={LEFT - 6} y={y(value) + 4} text-anchor="end">
-            {Number.isInteger(value) ? value : value.toFixed(1)}
+            {value}
           </text>
         </>
       ))}

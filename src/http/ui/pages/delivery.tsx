@@ -101,7 +101,18 @@ function Fields(props: { delivery: DeliveryDetail; nowMs: number }) {
       <dt>Attempts</dt>
       <dd>{delivery.attempts}</dd>
       <dt>Handled</dt>
-      <dd>{delivery.handled === null ? <span class="muted">not yet</span> : delivery.handled ? "yes" : "no: no handler matched (unhandled)"}</dd>
+      <dd>{handledText(delivery)}</dd>
+      <dt>Duplicates</dt>
+      <dd>
+        {delivery.duplicates === 0 ? (
+          <span class="muted">none: no copy of it came again</span>
+        ) : (
+          <>
+            {delivery.duplicates} {delivery.duplicates === 1 ? "copy" : "copies"} answered "duplicate" (the provider sent it again), the last{" "}
+            <AbsoluteTime iso={delivery.lastDuplicateAt!} nowMs={props.nowMs} />
+          </>
+        )}
+      </dd>
       <dt>Last error</dt>
       <dd>{delivery.error === null ? <span class="muted">none</span> : <pre class="block" tabindex={0}>{delivery.error}</pre>}</dd>
       <dt>Received</dt>
@@ -116,8 +127,30 @@ function Fields(props: { delivery: DeliveryDetail; nowMs: number }) {
   );
 }
 
+/** Whether a handler ran, in words that fit every status: a failed delivery is not "not yet" handled. */
+function handledText(delivery: DeliveryDetail) {
+  if (delivery.handled === true) return "yes";
+  if (delivery.handled === false) return "no: no handler matched (unhandled)";
+  if (delivery.status === "failed") return <span class="muted">no: its handler failed (see the last error); replay it once the cause is fixed</span>;
+  return <span class="muted">not yet</span>;
+}
+
+/**
+ * The Attempt column of each entry: a replay starts the count again at 1, so the runs after one say
+ * which round they belong to ("1 after replay 1"), and the replay's own row says what it was.
+ */
+function attemptLabels(entries: readonly AttemptEntry[]): string[] {
+  let replays = 0;
+  return entries.map((entry) => {
+    if (entry.outcome === "replayed") return `replay ${++replays}`;
+    if (entry.attempt === null) return "–";
+    return replays === 0 ? String(entry.attempt) : `${entry.attempt} after replay ${replays}`;
+  });
+}
+
 function AttemptTable(props: { entries: readonly AttemptEntry[]; nowMs: number }) {
   if (props.entries.length === 0) return <p class="muted">No attempt recorded yet (a first run is recorded when it ends).</p>;
+  const labels = attemptLabels(props.entries);
   return (
     <table>
       <caption class="visually-hidden">Attempts and replays, oldest first</caption>
@@ -135,9 +168,9 @@ function AttemptTable(props: { entries: readonly AttemptEntry[]; nowMs: number }
         </tr>
       </thead>
       <tbody>
-        {props.entries.map((entry) => (
+        {props.entries.map((entry, index) => (
           <tr>
-            <td class="num">{entry.attempt ?? "–"}</td>
+            <td class="num">{labels[index]}</td>
             <td class="nowrap">{entry.at === null ? <span class="muted">unknown</span> : <AbsoluteTime iso={entry.at} nowMs={props.nowMs} />}</td>
             <td class="num">{entry.ms === null ? "–" : millisecondsText(entry.ms)}</td>
             <td>

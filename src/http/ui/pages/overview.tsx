@@ -30,8 +30,8 @@ export function OverviewPage(props: { overview: Overview; nowMs: number }) {
     <>
       <h1>Overview</h1>
       <p class="muted">
-        Counts as of <RelativeTime iso={overview.asOf} nowMs={props.nowMs} /> ({utcText(overview.asOf)}); they are refreshed at most once a
-        minute. This page reloads itself every minute.
+        Counts as of <RelativeTime iso={overview.asOf} nowMs={props.nowMs} /> ({utcText(overview.asOf)}): counted at each view while the
+        inbox is small; under load, a snapshot at most a minute old. This page reloads itself every minute.
       </p>
 
       <h2 id="by-status">By status</h2>
@@ -61,6 +61,10 @@ export function OverviewPage(props: { overview: Overview; nowMs: number }) {
           <span class="value">
             <CountLink value={overview.unhandled} filter={{ unhandled: true }} label="unhandled deliveries" />
           </span>
+        </li>
+        <li class="card">
+          <span class="label">Duplicates recognised (a provider sent a delivery again)</span>
+          <span class="value">{overview.duplicates}</span>
         </li>
       </ul>
 
@@ -147,6 +151,9 @@ export function OverviewPage(props: { overview: Overview; nowMs: number }) {
               <th scope="col" class="num">
                 total
               </th>
+              <th scope="col" class="num">
+                duplicates
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -163,6 +170,7 @@ export function OverviewPage(props: { overview: Overview; nowMs: number }) {
                   <td class="num">
                     <CountLink value={total(counts)} filter={{ source }} label={`deliveries of ${source}`} />
                   </td>
+                  <td class="num">{overview.duplicatesBySource[source] ?? 0}</td>
                 </tr>
               );
             })}

@@ -67,7 +67,9 @@ export function BulkReplayPage(props: BulkReplayProps) {
         <Notice kind="info">
           <p>
             Replayed {progress.replayed} so far.{" "}
-            {left === 0 ? "Done: every delivery you confirmed was replayed." : `${left} of those you confirmed are left.`}
+            {left === 0
+              ? "Done: every delivery you confirmed was replayed. They are back in the queue, their results pending: the failed list shows any that fail again."
+              : `${left} of those you confirmed are left.`}
           </p>
         </Notice>
       ) : null}
