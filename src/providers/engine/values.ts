@@ -162,3 +162,19 @@ export function readTimestamp(spec: TimestampSpec, parsed: Parsed, fromSignature
   if (seconds > nowSeconds + tolerance) return "timestamp in the future";
   return { value: value.trim() };
 }
+
+/**
+ * The signatures a scheme reads and the timestamp it signs (checked both ways when it has one; ""
+ * when it has none): the first steps of every signature scheme, or the refusal's reason.
+ */
+export function readSignedParts(
+  scheme: { readonly signature: SignatureSpec; readonly timestamp?: TimestampSpec },
+  parsed: Parsed,
+  nowSeconds: number,
+): { signatures: Uint8Array[]; timestamp: string } | string {
+  const read = readSignatures(scheme.signature, parsed);
+  if (typeof read === "string") return read;
+  if (!scheme.timestamp) return { signatures: read.signatures, timestamp: "" };
+  const checked = readTimestamp(scheme.timestamp, parsed, read.timestamp, nowSeconds);
+  return typeof checked === "string" ? checked : { signatures: read.signatures, timestamp: checked.value };
+}

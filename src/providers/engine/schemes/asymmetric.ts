@@ -7,7 +7,7 @@
 import { fromBase64, fromHex } from "../../crypto";
 import { MisconfiguredSecretError, type VerifyContext } from "../../types";
 import type { AsymmetricAlgorithm, AsymmetricScheme } from "../declaration";
-import { readSignatures, readTimestamp, renderSigned, type Parsed } from "../values";
+import { readSignedParts, renderSigned, type Parsed } from "../values";
 import { refused, type SchemeResult } from "./result";
 
 type Params = Parameters<SubtleCrypto["importKey"]>[2];
@@ -77,14 +77,9 @@ export async function verifyAsymmetricScheme(
   context: VerifyContext,
   id: string,
 ): Promise<SchemeResult> {
-  const read = readSignatures(scheme.signature, parsed);
+  const read = readSignedParts(scheme, parsed, nowSeconds);
   if (typeof read === "string") return refused(read);
-  let timestamp = "";
-  if (scheme.timestamp) {
-    const checked = readTimestamp(scheme.timestamp, parsed, read.timestamp, nowSeconds);
-    if (typeof checked === "string") return refused(checked);
-    timestamp = checked.value;
-  }
+  const { timestamp } = read;
   const signatures = read.signatures
     .map((signature) => (scheme.algorithm === "ECDSA-P256-SHA256" ? ecdsaRaw(signature) : signature))
     .filter((signature): signature is Uint8Array => signature !== null);

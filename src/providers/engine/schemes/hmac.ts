@@ -7,7 +7,7 @@ import { fromBase64, fromHex, hmac, timingSafeEqual } from "../../crypto";
 import { standardWebhooksKey } from "../../standard-webhooks";
 import { MisconfiguredSecretError, type VerifyContext } from "../../types";
 import type { HmacScheme } from "../declaration";
-import { readSignatures, readTimestamp, renderSigned, type Parsed } from "../values";
+import { readSignedParts, renderSigned, type Parsed } from "../values";
 import { refused, type SchemeResult } from "./result";
 
 const DIGEST_BYTES = { "SHA-1": 20, "SHA-256": 32, "SHA-512": 64 } as const;
@@ -38,14 +38,9 @@ export async function verifyHmacScheme(
   context: VerifyContext,
   id: string,
 ): Promise<SchemeResult> {
-  const read = readSignatures(scheme.signature, parsed);
+  const read = readSignedParts(scheme, parsed, nowSeconds);
   if (typeof read === "string") return refused(read);
-  let timestamp = "";
-  if (scheme.timestamp) {
-    const checked = readTimestamp(scheme.timestamp, parsed, read.timestamp, nowSeconds);
-    if (typeof checked === "string") return refused(checked);
-    timestamp = checked.value;
-  }
+  const { timestamp } = read;
   const signatures = read.signatures.filter((signature) => signature.length === DIGEST_BYTES[scheme.hash]);
   if (signatures.length === 0) return refused("no well-formed signature");
   const signed = await renderSigned(scheme.signed, parsed, { timestamp, id }, context);
