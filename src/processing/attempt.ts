@@ -7,7 +7,7 @@ import type { InboxConfig } from "../config";
 import { PermanentError, RetryAfterError, sql, type Effect, type HandlerContext, type HandlerResolver } from "../handler-api";
 import { describeError, InfrastructureError } from "../handler-api/errors";
 import { sha256, toHex } from "../providers/crypto";
-import type { DeliveryToRun, RunTiming, Store } from "../store";
+import type { DeliveryToRun, ProcessingStore, RunTiming } from "../store";
 import { parseEvent } from "./handlers";
 import type { DeliveryLease } from "./lease";
 import { leaseName, type DeadLetter, type DeliveryRef } from "./messages";
@@ -40,7 +40,7 @@ export interface HandledDelivery {
  */
 export async function runHandler(
   env: Env,
-  store: Store,
+  store: ProcessingStore,
   resolve: HandlerResolver,
   ref: DeliveryRef,
   delivery: DeliveryToRun,
@@ -117,7 +117,7 @@ export function retryDelaySeconds(error: unknown, backoffSeconds: number): numbe
 export async function handleFailure(
   error: unknown,
   env: Env,
-  store: Store,
+  store: ProcessingStore,
   config: InboxConfig,
   ref: DeliveryRef,
   lease: DurableObjectStub<DeliveryLease>,
@@ -137,7 +137,7 @@ export async function handleFailure(
     return { action: "ack", reason: "failed" };
   }
   const delaySeconds = retryDelaySeconds(error, config.retryBaseSeconds * 2 ** (attempt - 1));
-  if (!(await store.markRetrying(ref, token, message, Date.now(), run))) return { action: "ack", reason: "lease_lost" };
+  if ((await store.recordResult(ref, token, { kind: "retry", error: message }, Date.now(), run)) === 0) return { action: "ack", reason: "lease_lost" };
   await lease.release(token, Date.now() + delaySeconds * 1000);
   return { action: "retry", reason: "handler_error", delaySeconds };
 }
@@ -151,13 +151,13 @@ export async function handleFailure(
  */
 export async function failDelivery(
   env: Env,
-  store: Store,
+  store: ProcessingStore,
   ref: DeliveryRef,
   token: number,
   error: string,
   run?: RunTiming,
 ): Promise<"failed" | "alert_pending" | "lease_lost"> {
-  if (!(await store.markFailed(ref, token, error, Date.now(), run))) return "lease_lost";
+  if ((await store.recordResult(ref, token, { kind: "failed", error }, Date.now(), run)) === 0) return "lease_lost";
   return (await sendDeadLetter(env, ref, error)) ? "failed" : "alert_pending";
 }
 

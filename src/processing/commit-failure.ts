@@ -3,7 +3,7 @@
  * forgets a settled delivery's lease. Split from consumer.ts, which runs the batch.
  */
 import { describeError } from "../handler-api/errors";
-import type { AttemptEntry, Store } from "../store";
+import type { AttemptEntry, ProcessingStore } from "../store";
 import { failDelivery, type Outcome } from "./attempt";
 import type { DeliveryLease } from "./lease";
 import type { DeliveryRef } from "./messages";
@@ -28,7 +28,7 @@ export async function commitFailed(
   error: unknown,
   last: AttemptEntry | null,
   env: Env,
-  store: Store,
+  store: ProcessingStore,
   ref: DeliveryRef,
   lease: DurableObjectStub<DeliveryLease>,
   token: number,
@@ -50,7 +50,7 @@ export async function commitFailed(
   }
   let recorded;
   try {
-    recorded = await store.markDeferred(ref, token, Date.now(), run, why);
+    recorded = await store.recordResult(ref, token, { kind: "deferred", why }, Date.now(), run);
   } catch {
     throw error;
   }

@@ -31,7 +31,7 @@
  *   COMMIT_FAILURE_LIMIT such runs, while an outage (nothing written at all) fails nothing.
  */
 import { loadConfig, QUEUE_MAX_DELAY_SECONDS, type InboxConfig } from "../config";
-import { openBatchStore, type Store } from "../store";
+import { CUT_SHORT, openBatchStore, type ProcessingStore } from "../store";
 import { handleFailure, runHandler, sendDeadLetter, type Outcome } from "./attempt";
 import { commitFailed, settleQuietly } from "./commit-failure";
 export { COMMIT_FAILURE_LIMIT } from "./commit-failure";
@@ -69,7 +69,7 @@ interface BatchContext {
   /** Which handlers run for a delivery (the Worker wires it: src/index.ts). */
   readonly resolve: HandlerResolver;
   /** The batch's store: its claims and commits share round trips where the store can. */
-  readonly store: Store;
+  readonly store: ProcessingStore;
   /** When the batch's time is up (ms, see BATCH_BUDGET_MS). */
   readonly deadlineMs: number;
   /** The batch's gate: suspects (takeovers) run alone (batch-gate.ts). */
@@ -199,7 +199,7 @@ async function processClaimed(
     // The lease could not be renewed: recorded as not counted (a takeover must not charge a run
     // whose worker lived), then retried as an infrastructure failure.
     if (error instanceof LeaseLapsedError) {
-      await store.markDeferred(ref, token, Date.now(), run, "stopped: its lease could not be renewed");
+      await store.recordResult(ref, token, { kind: "deferred", why: "stopped: its lease could not be renewed" }, Date.now(), run);
       throw error;
     }
     // A store call made for the handler failed: the database's fault, not counted.
@@ -209,7 +209,8 @@ async function processClaimed(
     if (error instanceof BatchTimeUpError || error instanceof DeferredError) {
       const deferred = error instanceof DeferredError ? error : null;
       const delaySeconds = deferred ? Math.min(deferred.delaySeconds, QUEUE_MAX_DELAY_SECONDS) : 0;
-      if (!(await store.markDeferred(ref, token, Date.now(), run, deferred?.message))) return { action: "ack", reason: "lease_lost" };
+      const why = deferred?.message ?? CUT_SHORT;
+      if ((await store.recordResult(ref, token, { kind: "deferred", why }, Date.now(), run)) === 0) return { action: "ack", reason: "lease_lost" };
       await lease.release(token, Date.now() + delaySeconds * 1000);
       return { action: "retry", reason: "deferred", delaySeconds };
     }

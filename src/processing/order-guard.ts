@@ -16,7 +16,7 @@
  * handler's (`InfrastructureError`).
  */
 import { sql, type SqlStatement } from "../sql";
-import type { Store } from "../store";
+import type { ProcessingStore } from "../store";
 import { isoTime } from "../store/clock";
 import { describeError, InfrastructureError } from "../handler-api/errors";
 
@@ -43,7 +43,7 @@ interface Known {
 }
 
 export function createOrderGuard(
-  store: Pick<Store, "entityVersion">,
+  store: Pick<ProcessingStore, "entityVersion">,
   delivery: { source: string; id: string },
   addEffect: (statement: SqlStatement) => void,
 ): OrderGuard {

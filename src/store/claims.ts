@@ -1,4 +1,4 @@
-import type { AttemptEntry } from "./attempts";
+import { attemptEntryFrom, type AttemptEntry } from "./attempts";
 
 /**
  * What a claim hands the consumer, and the error the lease fence raises. Shared by the D1 store
@@ -34,3 +34,36 @@ export interface DeliveryToRun {
  * newest (D1: migrations/0006, trigger `deliveries_lease_fence`; Postgres: its own trigger).
  */
 export const LEASE_LOST = "lease_lost";
+
+/**
+ * How the error of a delivery whose workers kept dying begins: written by a takeover's claim
+ * (store/d1/lifecycle.ts `markTakeover`, and Postgres's twin statement), read nowhere else.
+ */
+export const GAVE_UP = "gave up: the worker kept crashing (";
+
+/** A claim statement's row in either store, its body already bytes (null: none read). */
+export interface ClaimRow {
+  readonly status: string;
+  readonly attempts: number;
+  readonly error: string | null;
+  readonly event_type: string | null;
+  readonly content_type: unknown;
+  readonly last_attempt: unknown;
+  readonly body: Uint8Array | null;
+}
+
+/**
+ * What a claim's row says (no row: gone). `attempts` counts the runs that ended; this one is the
+ * next. A row whose body retention cleared is never claimable (a replay refuses it); an empty body is.
+ */
+export function claimFromRow(row: ClaimRow | undefined): StoreClaim {
+  if (!row) return { kind: "gone" };
+  if (row.status === "failed") return { kind: "gave_up", attempts: row.attempts, error: row.error ?? "" };
+  const contentType = typeof row.content_type === "string" && row.content_type !== "" ? row.content_type : null;
+  return {
+    kind: "run",
+    attempt: row.attempts + 1,
+    delivery: { eventType: row.event_type, body: row.body ?? new Uint8Array(0), contentType },
+    last: attemptEntryFrom(row.last_attempt),
+  };
+}

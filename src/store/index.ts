@@ -10,7 +10,8 @@ import { clientPerOperation, sharedClients } from "./postgres/client";
 import type { ClosableStore, Store } from "./store";
 import { DEFAULT_STORE_TIMEOUT_SECONDS } from "./timeout";
 
-export type { ClosableStore, CommitResult, Effect, Store, Takeover, WaitUntil } from "./store";
+export type { AdminStore, ClosableStore, CommitResult, Effect, ProcessingStore, ReceivingStore, Store, SweepingStore, Takeover, WaitUntil } from "./store";
+export { CUT_SHORT, type RunResult } from "./run-result";
 
 // The store's vocabulary, for the callers (the admin API, the dashboard, the consumer, the sweeper):
 // the same in both stores, from neutral modules that import neither.

@@ -22,6 +22,7 @@ import type { ListingPage, ListingQuery } from "./listing-query";
 import type { NewDelivery, RecordOutcome } from "./new-delivery";
 import type { ProviderMessage, ProviderMessageCount } from "./provider-messages";
 import type { FailedFilter, ReplayState } from "./replay-state";
+import type { RunResult } from "./run-result";
 import type { Overview } from "./snapshot";
 import type { RetentionResult, StrandedCutoffs } from "./sweeping";
 
@@ -52,37 +53,49 @@ export type CommitResult =
    */
   | { readonly kind: "refused"; readonly error: unknown; readonly permanent: boolean };
 
-export interface Store {
-  // The receiver.
+/**
+ * The store's operations by the part of the Worker that uses them: each caller takes the slice it
+ * needs (the consumer a `ProcessingStore`, the sweeper a `SweepingStore`…), so that what a module
+ * can do to deliveries is read off its signature.
+ */
+
+/** The receiver's: storing deliveries, and what it notes of the providers. */
+export interface ReceivingStore {
   /** Stores a delivery unless one with the same (source, id) or (source, content digest) exists. Throws when the database fails. */
   record(delivery: NewDelivery, ctx: WaitUntil): Promise<RecordOutcome>;
+  /** Notes that a source's previous secret verified a delivery at `nowMs`. */
+  notePreviousSecret(source: string, nowMs: number): Promise<void>;
+  /** Counts a provider message that is not a delivery (provider-messages.ts). */
+  recordProviderMessage(message: ProviderMessage, nowMs: number): Promise<void>;
+}
 
-  // The consumer: a delivery's state as processing moves it (store/d1/lifecycle.ts).
+/** The consumer's: a delivery's state as processing moves it (store/d1/lifecycle.ts). */
+export interface ProcessingStore {
   /** The claim of a leased delivery: a read, or for a takeover a fenced write first. */
   claim(ref: DeliveryRef, token: number, takeover: Takeover | null, nowMs: number): Promise<StoreClaim>;
   /** The done mark with the handler's effects, in one fenced transaction. */
   commitDone(ref: DeliveryRef, token: number, done: { readonly handled: boolean; readonly effects: readonly Effect[]; readonly run?: RunTiming }, nowMs: number): Promise<CommitResult>;
-  /** A retryable failure recorded, the run counted. False when the fence refused. */
-  markRetrying(ref: DeliveryRef, token: number, error: string, nowMs: number, run?: RunTiming): Promise<boolean>;
   /**
-   * A run cut short or deferred, not counted: how many deferrals in a row with this `why` the
-   * delivery's attempt history now shows (this one included; 1 after a different entry); 0 when the
-   * fence refused.
+   * Any other result of a run (retry, failed, deferred: run-result.ts), in one fenced write. 0 when
+   * the fence refused; for a deferral, how many deferrals in a row with its reason the attempt
+   * history now shows (this one included; 1 after a different entry); else 1.
    */
-  markDeferred(ref: DeliveryRef, token: number, nowMs: number, run?: RunTiming, why?: string): Promise<number>;
-  /** Set aside as failed, the run counted. False when the fence refused. */
-  markFailed(ref: DeliveryRef, token: number, error: string, nowMs: number, run?: RunTiming): Promise<boolean>;
+  recordResult(ref: DeliveryRef, token: number, result: RunResult, nowMs: number, run?: RunTiming): Promise<number>;
   /** The order guard's read: the newest version applied for `entity`, or null (processing/order-guard.ts). */
   entityVersion(entity: string): Promise<number | null>;
+}
 
-  // The sweeper.
+/** The sweeper's. */
+export interface SweepingStore {
   /** Up to `limit` deliveries nobody works on, their `updated_at` touched so the next sweep waits. */
   takeStranded(cutoffs: StrandedCutoffs, nowMs: number, limit: number): Promise<DeliveryRef[]>;
   applyRetention(deleteBeforeMs: number, clearBodiesBeforeMs: number, limit: number): Promise<RetentionResult>;
   /** Carries the overview's counts forward and refreshes its snapshot when it is old (store/d1/overview.ts). */
   maintainOverview(nowMs: number): Promise<void>;
+}
 
-  // The admin API and the dashboard.
+/** The admin API's and the dashboard's: reading deliveries, and replaying them. */
+export interface AdminStore {
   /** Exact counts (a full count: not for polling). */
   stats(nowMs: number): Promise<DeliveryStats>;
   /** The overview's snapshot, cheap to poll. */
@@ -96,16 +109,13 @@ export interface Store {
   resetForReplay(ref: DeliveryRef, from: readonly ("failed" | "done")[], nowMs: number): Promise<boolean>;
   resetFailedForReplay(filter: FailedFilter, limit: number, nowMs: number): Promise<DeliveryRef[]>;
   countFailed(filter: FailedFilter): Promise<number>;
-
-  // Rotation (the receiver and the admin API's sources).
-  /** Notes that a source's previous secret verified a delivery at `nowMs`. */
-  notePreviousSecret(source: string, nowMs: number): Promise<void>;
   /** When each source's previous secret last verified a delivery (ISO time), by source. */
   previousSecretUses(): Promise<Record<string, string>>;
-  /** Counts a provider message that is not a delivery (provider-messages.ts). */
-  recordProviderMessage(message: ProviderMessage, nowMs: number): Promise<void>;
   providerMessages(): Promise<ProviderMessageCount[]>;
 }
+
+/** Every operation: what `openStore` returns (index.ts). */
+export interface Store extends ReceivingStore, ProcessingStore, SweepingStore, AdminStore {}
 
 /**
  * A store for many operations of one invocation (a queue batch, a sweep): `close()` ends what it

@@ -43,7 +43,7 @@ describe("GET /admin/metrics", () => {
       await recordDelivery({ ...ref, eventType: null, body, receivedAtMs: now - 90_000 });
       // As the consumer leaves them, under a lease token of `now`.
       if (fate === "done" || fate === "unhandled") expect(await store.commitDone(ref, now, { handled: fate === "done", effects: [] }, now)).toEqual({ kind: "committed" });
-      if (fate === "failed") expect(await store.markFailed(ref, now, "boom", now)).toBe(true);
+      if (fate === "failed") expect(await store.recordResult(ref, now, { kind: "failed", error: "boom" }, now)).toBe(1);
     }
     const response = await get(env.ADMIN_TOKEN);
     expect(response.status).toBe(200);

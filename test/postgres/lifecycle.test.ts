@@ -13,7 +13,8 @@ import { createOrderGuard } from "../../src/processing/order-guard";
 import { sql, SqlStatement } from "../../src/sql";
 import { attemptLogFromColumn, MAX_ATTEMPT_LOG } from "../../src/store/attempts";
 import { clientPerOperation, isRaised, isStatementError, withClient, type Queryable } from "../../src/store/postgres/client";
-import { claim, commitDone, entityVersion, markDeferred, markFailed, markRetrying } from "../../src/store/postgres/lifecycle";
+import { claim, commitDone, entityVersion, recordResult } from "../../src/store/postgres/lifecycle";
+import { CUT_SHORT } from "../../src/store/run-result";
 import { postgresStore } from "../../src/store/postgres";
 import { insertDeliveries } from "../../src/store/postgres/record";
 
@@ -276,15 +277,15 @@ describe("commitDone", () => {
 describe("result marks", () => {
   it("records a retryable failure once, counted, and refuses it to a stale token", async () => {
     const ref = await received();
-    expect(await db((q) => markRetrying(q, ref, 100, "HTTP 503", NOW, { startedAtMs: NOW - 10 }))).toBe(true);
+    expect(await db((q) => recordResult(q, ref, 100, { kind: "retry", error: "HTTP 503" }, NOW, { startedAtMs: NOW - 10 }))).toBe(1);
     expect(await row(ref)).toMatchObject({ status: "received", attempts: 1, error: "HTTP 503", lease_token: "100" });
     // The same result again (a retried statement) changes nothing.
-    expect(await db((q) => markRetrying(q, ref, 100, "HTTP 503", NOW))).toBe(false);
+    expect(await db((q) => recordResult(q, ref, 100, { kind: "retry", error: "HTTP 503" }, NOW))).toBe(0);
     // An older token than the last recorded: refused.
-    expect(await db((q) => markRetrying(q, ref, 90, "late", NOW))).toBe(false);
+    expect(await db((q) => recordResult(q, ref, 90, { kind: "retry", error: "late" }, NOW))).toBe(0);
     expect(await row(ref)).toMatchObject({ attempts: 1, error: "HTTP 503" });
     // The next run's result lands.
-    expect(await db((q) => markRetrying(q, ref, 101, "HTTP 500", NOW))).toBe(true);
+    expect(await db((q) => recordResult(q, ref, 101, { kind: "retry", error: "HTTP 500" }, NOW))).toBe(1);
     expect(await row(ref)).toMatchObject({ attempts: 2, error: "HTTP 500" });
     expect((await history(ref)).map((entry) => [entry.attempt, entry.outcome, entry.error])).toEqual([
       [1, "retry", "HTTP 503"],
@@ -295,11 +296,11 @@ describe("result marks", () => {
   it("sets a delivery aside as failed once, fenced, and nothing lands after it", async () => {
     const ref = await received();
     await db((q) => claim(q, ref, 200, { previousToken: 100, maxAttempts: 5 }, NOW));
-    expect(await db((q) => markFailed(q, ref, 150, "stale worker", NOW))).toBe(false);
-    expect(await db((q) => markFailed(q, ref, 200, "no amount", NOW))).toBe(true);
-    expect(await db((q) => markFailed(q, ref, 200, "no amount", NOW))).toBe(false);
+    expect(await db((q) => recordResult(q, ref, 150, { kind: "failed", error: "stale worker" }, NOW))).toBe(0);
+    expect(await db((q) => recordResult(q, ref, 200, { kind: "failed", error: "no amount" }, NOW))).toBe(1);
+    expect(await db((q) => recordResult(q, ref, 200, { kind: "failed", error: "no amount" }, NOW))).toBe(0);
     expect(await row(ref)).toMatchObject({ status: "failed", attempts: 1, error: "no amount" });
-    expect(await db((q) => markRetrying(q, ref, 300, "later", NOW))).toBe(false);
+    expect(await db((q) => recordResult(q, ref, 300, { kind: "retry", error: "later" }, NOW))).toBe(0);
     expect(await commitDone(connections, ref, 300, { handled: true, effects: [payment(`${ref.source}:8`)] }, NOW)).toEqual({ kind: "lease_lost" });
     expect(await payments(`${ref.source}:8`)).toBe(0);
   });
@@ -307,10 +308,10 @@ describe("result marks", () => {
   it("records a deferral uncounted, one entry for deferrals in a row with the same reason", async () => {
     const ref = await received();
     // Each answers the deferrals in a row with its reason, 0 when the fence refused.
-    expect(await db((q) => markDeferred(q, ref, 100, NOW + 10, { startedAtMs: NOW }, "deferred: busy"))).toBe(1);
-    expect(await db((q) => markDeferred(q, ref, 101, NOW + 2000, { startedAtMs: NOW + 1990 }, "deferred: busy"))).toBe(2);
-    expect(await db((q) => markDeferred(q, ref, 102, NOW + 3000, undefined))).toBe(1);
-    expect(await db((q) => markDeferred(q, ref, 102, NOW + 4000, undefined))).toBe(0);
+    expect(await db((q) => recordResult(q, ref, 100, { kind: "deferred", why: "deferred: busy" }, NOW + 10, { startedAtMs: NOW }))).toBe(1);
+    expect(await db((q) => recordResult(q, ref, 101, { kind: "deferred", why: "deferred: busy" }, NOW + 2000, { startedAtMs: NOW + 1990 }))).toBe(2);
+    expect(await db((q) => recordResult(q, ref, 102, { kind: "deferred", why: CUT_SHORT }, NOW + 3000))).toBe(1);
+    expect(await db((q) => recordResult(q, ref, 102, { kind: "deferred", why: CUT_SHORT }, NOW + 4000))).toBe(0);
     expect(await row(ref)).toMatchObject({ status: "received", attempts: 0, lease_token: "102" });
     expect(await history(ref)).toEqual([
       { attempt: null, at: "2026-12-01T12:00:01.990Z", ms: 10, outcome: "deferred", error: "deferred: busy (not counted)", count: 2 },
@@ -320,7 +321,7 @@ describe("result marks", () => {
 
   it("keeps the last MAX_ATTEMPT_LOG entries", async () => {
     const ref = await received();
-    for (let run = 1; run <= MAX_ATTEMPT_LOG + 2; run++) await db((q) => markRetrying(q, ref, run, `failure ${run}`, NOW));
+    for (let run = 1; run <= MAX_ATTEMPT_LOG + 2; run++) await db((q) => recordResult(q, ref, run, { kind: "retry", error: `failure ${run}` }, NOW));
     const entries = await history(ref);
     expect(entries).toHaveLength(MAX_ATTEMPT_LOG);
     expect(entries[0]).toMatchObject({ attempt: 3, error: "failure 3" });
@@ -329,7 +330,7 @@ describe("result marks", () => {
 
   it("stores an error with a NUL character (Postgres text refuses NUL) with U+FFFD in its place", async () => {
     const ref = await received();
-    expect(await db((q) => markRetrying(q, ref, 100, "bad\u0000byte", NOW))).toBe(true);
+    expect(await db((q) => recordResult(q, ref, 100, { kind: "retry", error: "bad\u0000byte" }, NOW))).toBe(1);
     expect(await row(ref)).toMatchObject({ error: "bad\uFFFDbyte" });
     expect(await history(ref)).toMatchObject([{ error: "bad\uFFFDbyte" }]);
   });
@@ -337,11 +338,11 @@ describe("result marks", () => {
   it("stores an error with half an emoji (jsonb refuses a lone surrogate) with U+FFFD in its place, and fails it the same way", async () => {
     const ref = await received();
     // What a message cut at a length can end with, or a handler can echo from an event's JSON ("\ud83d").
-    expect(await db((q) => markRetrying(q, ref, 100, "cut \ud83d", NOW))).toBe(true);
+    expect(await db((q) => recordResult(q, ref, 100, { kind: "retry", error: "cut \ud83d" }, NOW))).toBe(1);
     expect(await row(ref)).toMatchObject({ error: "cut \uFFFD" });
     expect(await history(ref)).toMatchObject([{ error: "cut \uFFFD" }]);
     const other = await received();
-    expect(await db((q) => markFailed(q, other, 100, "\udc00 alone", NOW))).toBe(true);
+    expect(await db((q) => recordResult(q, other, 100, { kind: "failed", error: "\udc00 alone" }, NOW))).toBe(1);
     expect(await row(other)).toMatchObject({ status: "failed", error: "\uFFFD alone" });
   });
 });

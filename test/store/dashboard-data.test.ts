@@ -9,7 +9,7 @@ import { PermanentError } from "../../src/handler-api";
 import { defineHandlers, type Handler } from "../../src/handler-api";
 import { hmac } from "../../src/providers/hmac";
 import { sql } from "../../src/sql";
-import { openStore } from "../../src/store";
+import { CUT_SHORT, openStore } from "../../src/store";
 import { MAX_ATTEMPT_LOG } from "../../src/store/attempts";
 import { headersToStore, MAX_HEADERS_BYTES } from "../../src/store/headers";
 import { consume, storeDelivery } from "../helpers/processing";
@@ -169,13 +169,13 @@ describe("the attempt history", () => {
     const ref = { source: "dash", id: unique("deferrals") };
     await recordDelivery({ ...ref, eventType: null, body, receivedAtMs: NOW });
     const busy = "the forward destination has 2 requests in flight already";
-    expect(await store().markRetrying(ref, 1, "RetryAfterError: the forward destination answered 503", NOW + 10, { startedAtMs: NOW })).toBe(true);
+    expect(await store().recordResult(ref, 1, { kind: "retry", error: "RetryAfterError: the forward destination answered 503" }, NOW + 10, { startedAtMs: NOW })).toBe(1);
     // Each answers how many deferrals in a row with its reason the history now shows.
-    for (const token of [2, 3, 4]) expect(await store().markDeferred(ref, token, NOW + token * 1_000 + 7, { startedAtMs: NOW + token * 1_000 }, busy)).toBe(token - 1);
-    expect(await store().markDeferred(ref, 5, NOW + 5_000, undefined)).toBe(1);
-    expect(await store().markDeferred(ref, 6, NOW + 6_003, { startedAtMs: NOW + 6_000 }, busy)).toBe(1);
+    for (const token of [2, 3, 4]) expect(await store().recordResult(ref, token, { kind: "deferred", why: busy }, NOW + token * 1_000 + 7, { startedAtMs: NOW + token * 1_000 })).toBe(token - 1);
+    expect(await store().recordResult(ref, 5, { kind: "deferred", why: CUT_SHORT }, NOW + 5_000)).toBe(1);
+    expect(await store().recordResult(ref, 6, { kind: "deferred", why: busy }, NOW + 6_003, { startedAtMs: NOW + 6_000 })).toBe(1);
     // A stale token is refused by the fence: 0.
-    expect(await store().markDeferred(ref, 5, NOW + 7_000, undefined, busy)).toBe(0);
+    expect(await store().recordResult(ref, 5, { kind: "deferred", why: busy }, NOW + 7_000)).toBe(0);
     expect((await store().get(ref))!.attemptLog).toEqual([
       { attempt: 1, at: "2026-12-04T00:00:00.000Z", ms: 10, outcome: "retry", error: "RetryAfterError: the forward destination answered 503" },
       { attempt: null, at: "2026-12-04T00:00:04.000Z", ms: 7, outcome: "deferred", error: `${busy} (not counted)`, count: 3 },

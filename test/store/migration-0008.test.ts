@@ -7,7 +7,7 @@
 import { env } from "cloudflare:workers";
 import { expect, it } from "vitest";
 import { deliveryStats } from "../../src/store/d1/admin";
-import { markDone, markFailed } from "../../src/store/d1/lifecycle";
+import { markDone, recordResult } from "../../src/store/d1/lifecycle";
 import { refreshOverview } from "../../src/store/d1/overview";
 import { insertDelivery } from "../../src/store/d1/record";
 
@@ -18,7 +18,7 @@ it("counts the deliveries stored before it, unhandled ones included", async () =
     const ref = { source: index % 2 === 0 ? "old-a" : "old-b", id: `m-${index}` };
     await insertDelivery(env.DB, { ...ref, eventType: null, body, receivedAtMs: now - 3_600_000 + index }).run();
     if (fate === "done" || fate === "unhandled") await markDone(env.DB, ref, now, fate === "done", now).run();
-    if (fate === "failed") await markFailed(env.DB, ref, now, "boom", now);
+    if (fate === "failed") await recordResult(env.DB, ref, now, { kind: "failed", error: "boom" }, now);
   }
   // As before 0008: no counts, no mark.
   await env.DB.batch([env.DB.prepare("DELETE FROM inbox_counts"), env.DB.prepare("DELETE FROM inbox_hours"), env.DB.prepare("DELETE FROM inbox_marks")]);

@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { deliveryStats } from "../../src/store/d1/admin";
 import { resetForReplay } from "../../src/store/d1/replay";
-import { markDone, markFailed, markTakeover } from "../../src/store/d1/lifecycle";
+import { markDone, markTakeover, recordResult } from "../../src/store/d1/lifecycle";
 import { advanceCounts, COUNT_LAG_MS, COUNT_SQL, LIVE_ROWS_SQL, OVERVIEW_MAX_AGE_MS, OVERVIEW_SQL, readOverview, refreshOverview } from "../../src/store/d1/overview";
 import { insertDelivery } from "../../src/store/d1/record";
 import { applyRetention, RETENTION_SQL } from "../../src/store/d1/sweep";
@@ -25,7 +25,7 @@ async function seed(source: string, id: string, atMs: number, fate: Fate): Promi
   await insertDelivery(env.DB, { ...ref, eventType: "test.event", body, receivedAtMs: atMs }).run();
   const token = atMs + 1;
   if (fate === "done" || fate === "unhandled") await markDone(env.DB, ref, token, fate === "done", atMs + 10).run();
-  if (fate === "failed") expect(await markFailed(env.DB, ref, token, "boom", atMs + 10)).toBe(true);
+  if (fate === "failed") expect(await recordResult(env.DB, ref, token, { kind: "failed", error: "boom" }, atMs + 10)).toBe(1);
   if (fate === "processing") await markTakeover(env.DB, ref, token, 0, 5, atMs + 10).run();
 }
 

@@ -25,7 +25,7 @@ async function seed(source: string, id: string, atMs: number, fate: Fate): Promi
   await recordDelivery({ ...ref, eventType: "test.event", body, receivedAtMs: atMs });
   const token = atMs + 1;
   if (fate === "done" || fate === "unhandled") expect(await store().commitDone(ref, token, { handled: fate === "done", effects: [] }, atMs + 10)).toEqual({ kind: "committed" });
-  if (fate === "failed") expect(await store().markFailed(ref, token, "boom", atMs + 10)).toBe(true);
+  if (fate === "failed") expect(await store().recordResult(ref, token, { kind: "failed", error: "boom" }, atMs + 10)).toBe(1);
   if (fate === "processing") expect(await store().claim(ref, token, { previousToken: 0, maxAttempts: 5 }, atMs + 10)).toMatchObject({ kind: "run" });
 }
 

@@ -5,7 +5,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { claimedDelivery, markDone, markRetrying, markTakeover, readClaim } from "../../src/store/d1/lifecycle";
+import { claimedDelivery, markDone, markTakeover, readClaim, recordResult } from "../../src/store/d1/lifecycle";
 import { DUPLICATE_SQL } from "../../src/store/d1/duplicates";
 import { insertDelivery } from "../../src/store/d1/record";
 
@@ -31,8 +31,8 @@ describe("rows written per delivery", () => {
   it("pays on the rare paths only: a takeover rewrites the row and its entry in deliveries_pending", async () => {
     const ref = { source: "cost", id: "rare-paths" };
     await insertDelivery(env.DB, { ...ref, eventType: null, body, receivedAtMs: NOW }).run();
-    const retry = await markRetrying(env.DB, ref, NOW + 1, "boom", NOW);
-    expect(retry).toBe(true);
+    const retry = await recordResult(env.DB, ref, NOW + 1, { kind: "retry", error: "boom" }, NOW);
+    expect(retry).toBe(1);
     const takeover = await markTakeover(env.DB, ref, NOW + 2, NOW + 1, 5, NOW).run();
     expect(claimedDelivery(takeover)).toMatchObject({ kind: "run" });
     expect(takeover.meta.rows_written).toBe(2);

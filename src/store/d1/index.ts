@@ -12,7 +12,8 @@ import { createBatcher, type StatementBatcher } from "./batcher";
 import { countDuplicate } from "./duplicates";
 import { recordDeliveryGrouped } from "./group-commit";
 import { withDuplicateCounted } from "../new-delivery";
-import { claimedDelivery, committedWith, isLeaseLost, markDeferred, markDone, markFailed, markRetrying, markTakeover, readClaim, requireDone } from "./lifecycle";
+import { judgeFailedCommit } from "../commit-outcome";
+import { claimedDelivery, committedWith, isLeaseLost, markDone, markTakeover, readClaim, recordResult, requireDone } from "./lifecycle";
 import { findDeliveryById, listDeliveries } from "./listing";
 import { maintainOverview, readOverview } from "./overview";
 import { countFailed, replayState, resetFailedForReplay, resetForReplay } from "./replay";
@@ -84,17 +85,12 @@ export function d1Store(db: D1Database): Store {
         await (commits ??= createBatcher(db)).run(statements);
         return { kind: "committed" };
       } catch (error) {
-        if (isStatementError(error) && !isLeaseLost(error)) return { kind: "refused", error, permanent: false };
         // A commit of ours may have landed although D1 reported an error: then it stands.
-        if (await committedWith(db, ref, token)) return { kind: "committed" };
-        if (isLeaseLost(error)) return { kind: "lease_lost" };
-        throw error;
+        return judgeFailedCommit(error, { isStatementError, isLeaseLost, committed: () => committedWith(db, ref, token) });
       }
     },
 
-    markRetrying: (ref, token, error, nowMs, run) => markRetrying(db, ref, token, error, nowMs, run),
-    markDeferred: (ref, token, nowMs, run, why) => markDeferred(db, ref, token, nowMs, run, why),
-    markFailed: (ref, token, error, nowMs, run) => markFailed(db, ref, token, error, nowMs, run),
+    recordResult: (ref, token, result, nowMs, run) => recordResult(db, ref, token, result, nowMs, run),
 
     async entityVersion(entity) {
       const row = await db.prepare("SELECT version FROM entity_versions WHERE entity = ?").bind(entity).first<{ version: number }>();

@@ -20,9 +20,10 @@
  */
 import type { DeliveryRef } from "../../delivery-ref";
 import { appendAttempt, deferredAttempt, entryAt } from "./attempt-log";
-import { attemptEntryFrom, attemptJson, type RunTiming } from "../attempts";
-import { LEASE_LOST, type StoreClaim } from "../claims";
+import { attemptJson, type RunTiming } from "../attempts";
+import { claimFromRow, GAVE_UP, LEASE_LOST, type StoreClaim } from "../claims";
 import { isoTime } from "../clock";
+import { resultWrite, type RunResult } from "../run-result";
 import { bodyColumns, bodyFromRow } from "./columns";
 
 /**
@@ -36,9 +37,6 @@ const CONTENT_TYPE = `(SELECT json_extract(header.value, '$[1]') FROM json_each(
 
 /** The newest entry of the attempt history, as JSON text (null: none), read by the claim's own statement too. */
 const LAST_ATTEMPT = "CASE WHEN json_valid(attempt_log) THEN json_extract(attempt_log, '$[#-1]') END AS last_attempt";
-
-/** How the error of a delivery whose workers kept dying begins (see `markTakeover`). */
-const GAVE_UP = "gave up: the worker kept crashing (";
 
 /**
  * Where a run's result may land, for token `?3`: the delivery is unsettled, and either no claim
@@ -106,18 +104,8 @@ export function markTakeover(db: D1Database, ref: DeliveryRef, token: number, pr
 
 /** What a claim's result (`readClaim` or `markTakeover`) says. */
 export function claimedDelivery(result: D1Result): StoreClaim {
-  const row = result.results[0] as { status: string; attempts: number; error: string; event_type: string | null; content_type: unknown; last_attempt: unknown } | undefined;
-  if (!row) return { kind: "gone" };
-  if (row.status === "failed") return { kind: "gave_up", attempts: row.attempts, error: row.error };
-  // `attempts` counts the runs that ended; this one is the next. A row whose body retention
-  // cleared is never claimable (a replay refuses it); an empty body is.
-  const contentType = typeof row.content_type === "string" && row.content_type !== "" ? row.content_type : null;
-  return {
-    kind: "run",
-    attempt: row.attempts + 1,
-    delivery: { eventType: row.event_type, body: bodyFromRow(row) ?? new Uint8Array(0), contentType },
-    last: attemptEntryFrom(row.last_attempt),
-  };
+  const row = result.results[0] as { status: string; attempts: number; error: string | null; event_type: string | null; content_type: unknown; last_attempt: unknown } | undefined;
+  return claimFromRow(row && { ...row, body: bodyFromRow(row) });
 }
 
 /**
@@ -168,54 +156,25 @@ export function isLeaseLost(error: unknown): boolean {
   return error instanceof Error && error.message.includes(LEASE_LOST);
 }
 
-/** A retryable failure: back to `received` with the error, waiting for the retry; the run counted. Fenced. */
-export async function markRetrying(db: D1Database, ref: DeliveryRef, token: number, error: string, nowMs: number, run?: RunTiming): Promise<boolean> {
-  const result = await db
-    .prepare(
-      `UPDATE deliveries SET status = 'received', error = ?4, attempts = attempts + 1, lease_token = ?3, updated_at = ?5,
-              attempt_log = ${appendAttempt(entryAt(6, "attempts + 1"))}
-        WHERE source = ?1 AND id = ?2 AND ${RESULT_FENCE}`,
-    )
-    .bind(ref.source, ref.id, token, error, isoTime(nowMs), attemptJson("retry", nowMs, run, error))
-    .run();
-  return result.meta.changes > 0;
-}
-
 /**
- * Records a run cut short by the consumer's own time limit, or deferred because its forward
- * destination was busy (not the handler's fault): back to `received`, the run not counted, `why`
- * in its attempt history. A deferral right after one with the same `why` updates that entry (its
- * time, and a count) instead of adding one (`deferredAttempt`). Returns that count (1 for a new
- * entry); 0 when the fence refused (a newer claim took the delivery over).
+ * A run's result other than done (store/run-result.ts), in one fenced statement: a retry or a
+ * failure counts the run and appends it to the history; a deferral counts nothing, and updates a
+ * deferral with the same reason just before it instead of adding one (`deferredAttempt`).
+ * Returns 0 when the fence refused (a newer claim took the delivery over, or it is settled);
+ * else the number of deferrals in a row with this reason for a deferral (1 for a new entry),
+ * and 1 for the others.
  */
-export async function markDeferred(
-  db: D1Database,
-  ref: DeliveryRef,
-  token: number,
-  nowMs: number,
-  run?: RunTiming,
-  why = "cut short: the consumer invocation's time ran out",
-): Promise<number> {
+export async function recordResult(db: D1Database, ref: DeliveryRef, token: number, result: RunResult, nowMs: number, run?: RunTiming): Promise<number> {
+  const write = resultWrite(result, nowMs, run);
   const row = await db
     .prepare(
-      `UPDATE deliveries SET status = 'received', lease_token = ?3, updated_at = ?4, attempt_log = ${deferredAttempt(5)}
+      `UPDATE deliveries
+          SET status = ?4, error = coalesce(?5, error), attempts = attempts + ?6, lease_token = ?3, updated_at = ?7,
+              attempt_log = CASE WHEN ?6 = 1 THEN ${appendAttempt(entryAt(8, "attempts + 1"))} ELSE ${deferredAttempt(8)} END
         WHERE source = ?1 AND id = ?2 AND ${RESULT_FENCE}
         RETURNING coalesce(json_extract(attempt_log, '$[#-1].count'), 1) AS repeats`,
     )
-    .bind(ref.source, ref.id, token, isoTime(nowMs), attemptJson("deferred", nowMs, run, `${why} (not counted)`))
+    .bind(ref.source, ref.id, token, write.status, write.error, write.counted, isoTime(nowMs), write.entry)
     .first<{ repeats: number }>();
   return row?.repeats ?? 0;
-}
-
-/** Sets a delivery aside as `failed` with its error, the run counted; fenced to the lease `token`. */
-export async function markFailed(db: D1Database, ref: DeliveryRef, token: number, error: string, nowMs: number, run?: RunTiming): Promise<boolean> {
-  const result = await db
-    .prepare(
-      `UPDATE deliveries SET status = 'failed', error = ?4, attempts = attempts + 1, lease_token = ?3, updated_at = ?5,
-              attempt_log = ${appendAttempt(entryAt(6, "attempts + 1"))}
-        WHERE source = ?1 AND id = ?2 AND ${RESULT_FENCE}`,
-    )
-    .bind(ref.source, ref.id, token, error, isoTime(nowMs), attemptJson("failed", nowMs, run, error))
-    .run();
-  return result.meta.changes > 0;
 }

@@ -12,7 +12,7 @@
 import type { ClosableStore } from "../store";
 import { deliveryStats, getDelivery } from "./admin";
 import { clientPerOperation, isStatementError, withClient, type Connections } from "./client";
-import { claim, commitDone, entityVersion, markDeferred, markFailed, markRetrying } from "./lifecycle";
+import { claim, commitDone, entityVersion, recordResult } from "./lifecycle";
 import { findDeliveryById, listDeliveries } from "./listing";
 import { maintainOverview, readOverview } from "./overview";
 import { countDuplicate } from "./duplicates";
@@ -41,9 +41,7 @@ export function postgresStore(hyperdrive: Hyperdrive, connections: Connections =
     // aside as failed is then dead-lettered, not found settled by the queue's retry).
     claim: (ref, token, takeover, nowMs) => twice(() => run((db) => claim(db, ref, token, takeover, nowMs))),
     commitDone: (ref, token, done, nowMs) => commitDone(connections, ref, token, done, nowMs),
-    markRetrying: (ref, token, error, nowMs, timing) => run((db) => markRetrying(db, ref, token, error, nowMs, timing)),
-    markDeferred: (ref, token, nowMs, timing, why) => run((db) => markDeferred(db, ref, token, nowMs, timing, why)),
-    markFailed: (ref, token, error, nowMs, timing) => run((db) => markFailed(db, ref, token, error, nowMs, timing)),
+    recordResult: (ref, token, result, nowMs, timing) => run((db) => recordResult(db, ref, token, result, nowMs, timing)),
     entityVersion: (entity) => run((db) => entityVersion(db, entity)),
 
     takeStranded: (cutoffs, nowMs, limit) => run((db) => takeStranded(db, cutoffs, nowMs, limit)),

@@ -14,13 +14,15 @@
  * at once, and Hyperdrive pools the connections.
  */
 import type { DeliveryRef } from "../../delivery-ref";
-import { SqlStatement } from "../../sql";
-import { attemptEntryFrom, attemptJson, type RunTiming } from "../attempts";
-import { LEASE_LOST, type StoreClaim } from "../claims";
+import { attemptJson, type RunTiming } from "../attempts";
+import { claimFromRow, GAVE_UP, LEASE_LOST, type ClaimRow, type StoreClaim } from "../claims";
 import { isoTime } from "../clock";
+import { judgeFailedCommit } from "../commit-outcome";
+import { resultWrite, type RunResult } from "../run-result";
 import type { CommitResult, Effect, Takeover } from "../store";
 import { appendAttempt, deferredAttempt, entryAt } from "./attempt-log";
 import { isRaised, isStatementError, pgText, toBytes, toNumber, type Connections, type Queryable } from "./client";
+import { postgresStatement } from "./effects";
 import { ownTransaction } from "./queryable";
 
 /**
@@ -33,25 +35,12 @@ const CONTENT_TYPE = `(SELECT header ->> 1 FROM jsonb_array_elements(CASE WHEN j
 /** The newest entry of the attempt history (jsonb, null: none), read by the claim's own statement too. */
 const LAST_ATTEMPT = "attempt_log -> -1 AS last_attempt";
 
-/** How the error of a delivery whose workers kept dying begins (store/d1/lifecycle.ts `markTakeover`). */
-const GAVE_UP = "gave up: the worker kept crashing (";
-
 /**
  * Where a run's result may land, for the token `$3`: the delivery is unsettled, and either no claim
  * newer than this one is recorded, or this run is the recorded takeover. Same rule as the trigger.
  */
 const RESULT_FENCE = "status IN ('received', 'processing') AND (coalesce(lease_token, 0) < $3::bigint OR (lease_token = $3::bigint AND status = 'processing'))";
 
-/** What a claim's statement returns. */
-interface ClaimRow {
-  status: string;
-  attempts: number;
-  error: string | null;
-  event_type: string | null;
-  content_type: string | null;
-  last_attempt: unknown;
-  body: Uint8Array | null;
-}
 
 /**
  * The claim of a leased delivery: for a free lease a read (`readClaim`), for a takeover the fenced
@@ -64,7 +53,8 @@ export async function claim(db: Queryable, ref: DeliveryRef, token: number, take
   const { rows } = takeover
     ? await markTakeover(db, ref, token, takeover.previousToken, takeover.maxAttempts, nowMs)
     : await readClaim(db, ref, token);
-  return claimedDelivery(rows[0]);
+  const row = rows[0];
+  return claimFromRow(row && { ...row, body: row.body ? toBytes(row.body) : null });
 }
 
 /**
@@ -108,20 +98,6 @@ function markTakeover(db: Queryable, ref: DeliveryRef, token: number, previousTo
   );
 }
 
-/** What a claim's row says (store/d1/lifecycle.ts `claimedDelivery`). */
-function claimedDelivery(row: ClaimRow | undefined): StoreClaim {
-  if (!row) return { kind: "gone" };
-  if (row.status === "failed") return { kind: "gave_up", attempts: row.attempts, error: row.error ?? "" };
-  // `attempts` counts the runs that ended; this one is the next. An empty body is a body.
-  const contentType = typeof row.content_type === "string" && row.content_type !== "" ? row.content_type : null;
-  return {
-    kind: "run",
-    attempt: row.attempts + 1,
-    delivery: { eventType: row.event_type, body: row.body ? toBytes(row.body) : new Uint8Array(0), contentType },
-    last: attemptEntryFrom(row.last_attempt),
-  };
-}
-
 /** What a done commit carries (store.ts `Store.commitDone`). */
 export interface Done {
   readonly handled: boolean;
@@ -161,11 +137,8 @@ export async function commitDone(connections: Connections, ref: DeliveryRef, tok
     return { kind: "committed" };
   } catch (error) {
     if (error instanceof NoRowToMark) return { kind: "lease_lost" };
-    if (isStatementError(error) && !isLeaseLost(error)) return { kind: "refused", error, permanent: false };
     // A commit of ours may have landed although the connection failed before its answer: then it stands.
-    if (await connections.run((db) => committedWith(db, ref, token))) return { kind: "committed" };
-    if (isLeaseLost(error)) return { kind: "lease_lost" };
-    throw error;
+    return judgeFailedCommit(error, { isStatementError, isLeaseLost, committed: () => connections.run((db) => committedWith(db, ref, token)) });
   }
 }
 
@@ -179,56 +152,6 @@ async function markDone(db: Queryable, ref: DeliveryRef, token: number, handled:
     [ref.source, ref.id, token, handled, isoTime(nowMs), attemptJson(handled ? "done" : "unhandled", nowMs, run)],
   );
   return result.rowCount ?? 0;
-}
-
-/**
- * Transaction control as an effect would break the one transaction (a COMMIT in the middle commits
- * the mark without the rest, a ROLLBACK undoes the mark and the rest autocommits): refused. Each
- * effect runs as one statement (extended protocol), so only its first keyword can be one of these;
- * comments before it are skipped (LEADING_COMMENTS), as the server skips them.
- */
-const TRANSACTION_CONTROL = /^(BEGIN|START|COMMIT|END|ROLLBACK|ABORT|SAVEPOINT|RELEASE|PREPARE\s+TRANSACTION)\b/i;
-/** Whitespace and `--` line comments at the start of a statement (block comments, which Postgres nests, are `statementStart`'s). */
-const LEADING_SPACE_OR_LINE_COMMENT = /^(\s+|--[^\n]*(\n|$))+/;
-
-/**
- * The text of a statement from its first keyword: whitespace and comments skipped, nested block
- * comments included. An unterminated comment leaves "" (the server refuses such a statement anyway).
- */
-export function statementStart(text: string): string {
-  let rest = text;
-  for (;;) {
-    rest = rest.replace(LEADING_SPACE_OR_LINE_COMMENT, "");
-    if (!rest.startsWith("/*")) return rest;
-    let depth = 0;
-    let index = 0;
-    while (index < rest.length) {
-      if (rest.startsWith("/*", index)) {
-        depth++;
-        index += 2;
-      } else if (rest.startsWith("*/", index)) {
-        depth--;
-        index += 2;
-        if (depth === 0) break;
-      } else index++;
-    }
-    if (depth !== 0) return "";
-    rest = rest.slice(index);
-  }
-}
-
-/**
- * A handler's effect as Postgres text and values: a portable `sql` statement rendered with `$N`.
- * A D1 prepared statement cannot run here: an Error says so (refused, permanent).
- */
-function postgresStatement(effect: Effect): { text: string; values: readonly unknown[] } | Error {
-  if (!(effect instanceof SqlStatement)) {
-    return new Error("a D1 statement (env.DB.prepare) cannot run in the Postgres store: write the handler's effects with ctx.sql");
-  }
-  const text = effect.render((position) => `$${position}`);
-  if (TRANSACTION_CONTROL.test(statementStart(text))) return new Error(`an effect may not control the transaction it runs in: ${statementStart(text).slice(0, 40)}`);
-  // pg binds a Uint8Array as bytes, a bigint and a boolean as their text.
-  return { text, values: effect.values };
 }
 
 /**
@@ -250,59 +173,22 @@ export function isLeaseLost(error: unknown): boolean {
 }
 
 /**
- * A retryable failure: back to `received` with the error, the run counted. Fenced: false when the
- * fence refused (a newer claim, or the delivery settled).
+ * A run's result other than done (store/run-result.ts), in one fenced statement, as D1's
+ * `recordResult`: 0 when the fence refused; for a deferral the number in a row with its reason; else 1.
  * @example
- * await markRetrying(db, ref, token, "HTTP 503 from the backend", Date.now(), { startedAtMs });
+ * await recordResult(db, ref, token, { kind: "retry", error: "HTTP 503 from the backend" }, Date.now(), { startedAtMs });
  */
-export async function markRetrying(db: Queryable, ref: DeliveryRef, token: number, error: string, nowMs: number, run?: RunTiming): Promise<boolean> {
-  const text = pgText(error);
-  const result = await db.query(
-    `UPDATE deliveries SET status = 'received', error = $4::text, attempts = attempts + 1, lease_token = $3::bigint, updated_at = $5::text,
-            attempt_log = ${appendAttempt(entryAt(6, "attempts + 1"))}
-      WHERE source = $1 AND id = $2 AND ${RESULT_FENCE}`,
-    [ref.source, ref.id, token, text, isoTime(nowMs), attemptJson("retry", nowMs, run, text)],
-  );
-  return (result.rowCount ?? 0) > 0;
-}
-
-/**
- * A run cut short or deferred (not the handler's fault): back to `received`, the run not counted,
- * `why` in its history, merged with a deferral just before it for the same reason. Fenced.
- * @example
- * await markDeferred(db, ref, token, Date.now(), { startedAtMs }, "deferred: the forward destination is busy");
- */
-export async function markDeferred(
-  db: Queryable,
-  ref: DeliveryRef,
-  token: number,
-  nowMs: number,
-  run?: RunTiming,
-  why = "cut short: the consumer invocation's time ran out",
-): Promise<number> {
+export async function recordResult(db: Queryable, ref: DeliveryRef, token: number, result: RunResult, nowMs: number, run?: RunTiming): Promise<number> {
+  const write = resultWrite(result, nowMs, run, pgText);
   const { rows } = await db.query<{ repeats: unknown }>(
-    `UPDATE deliveries SET status = 'received', lease_token = $3::bigint, updated_at = $4::text, attempt_log = ${deferredAttempt(5)}
+    `UPDATE deliveries
+        SET status = $4::text, error = coalesce($5::text, error), attempts = attempts + $6::integer, lease_token = $3::bigint, updated_at = $7::text,
+            attempt_log = CASE WHEN $6::integer = 1 THEN ${appendAttempt(entryAt(8, "attempts + 1"))} ELSE ${deferredAttempt(8)} END
       WHERE source = $1 AND id = $2 AND ${RESULT_FENCE}
       RETURNING coalesce((attempt_log -> -1 ->> 'count')::bigint, 1) AS repeats`,
-    [ref.source, ref.id, token, isoTime(nowMs), attemptJson("deferred", nowMs, run, `${pgText(why)} (not counted)`)],
+    [ref.source, ref.id, token, write.status, write.error, write.counted, isoTime(nowMs), write.entry],
   );
   return rows[0] ? toNumber(rows[0].repeats) : 0;
-}
-
-/**
- * Sets a delivery aside as `failed` with its error, the run counted. Fenced.
- * @example
- * await markFailed(db, ref, token, "payment_intent.succeeded has no data.object.amount", Date.now(), { startedAtMs });
- */
-export async function markFailed(db: Queryable, ref: DeliveryRef, token: number, error: string, nowMs: number, run?: RunTiming): Promise<boolean> {
-  const text = pgText(error);
-  const result = await db.query(
-    `UPDATE deliveries SET status = 'failed', error = $4::text, attempts = attempts + 1, lease_token = $3::bigint, updated_at = $5::text,
-            attempt_log = ${appendAttempt(entryAt(6, "attempts + 1"))}
-      WHERE source = $1 AND id = $2 AND ${RESULT_FENCE}`,
-    [ref.source, ref.id, token, text, isoTime(nowMs), attemptJson("failed", nowMs, run, text)],
-  );
-  return (result.rowCount ?? 0) > 0;
 }
 
 /**
