@@ -26,6 +26,8 @@ export interface HandlerContext {
   readonly deliveryId: string;
   readonly source: string;
   readonly eventType: string | null;
+  /** When the inbox stored the delivery (ISO 8601, UTC): the same for every attempt and replay. */
+  readonly receivedAt: string;
   /** 1 on the first run, 2 on the first retry, … */
   readonly attempt: number;
   readonly env: Env;

@@ -63,6 +63,7 @@ export async function runHandler(
     deliveryId: ref.id,
     source: ref.source,
     eventType: delivery.eventType,
+    receivedAt: delivery.receivedAt,
     attempt,
     env,
     idempotencyKey: await idempotencyKey(ref),

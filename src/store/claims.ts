@@ -24,6 +24,8 @@ export type StoreClaim =
 /** What the handler needs of a claimed delivery: the input of its run. */
 export interface DeliveryToRun {
   readonly eventType: string | null;
+  /** When the inbox stored it (ISO 8601, UTC): the order of arrival. */
+  readonly receivedAt: string;
   readonly body: Uint8Array;
   /** The provider's Content-Type, from the stored request headers; null when none was stored. */
   readonly contentType: string | null;
@@ -47,6 +49,7 @@ export interface ClaimRow {
   readonly attempts: number;
   readonly error: string | null;
   readonly event_type: string | null;
+  readonly received_at: string;
   readonly content_type: unknown;
   readonly last_attempt: unknown;
   readonly body: Uint8Array | null;
@@ -63,7 +66,7 @@ export function claimFromRow(row: ClaimRow | undefined): StoreClaim {
   return {
     kind: "run",
     attempt: row.attempts + 1,
-    delivery: { eventType: row.event_type, body: row.body ?? new Uint8Array(0), contentType },
+    delivery: { eventType: row.event_type, receivedAt: row.received_at, body: row.body ?? new Uint8Array(0), contentType },
     last: attemptEntryFrom(row.last_attempt),
   };
 }

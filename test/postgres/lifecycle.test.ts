@@ -70,7 +70,7 @@ describe("claim", () => {
     expect(claimed).toEqual({
       kind: "run",
       attempt: 1,
-      delivery: { eventType: "payment_intent.succeeded", body: new TextEncoder().encode(BODY), contentType: "application/json; charset=utf-8" },
+      delivery: { eventType: "payment_intent.succeeded", receivedAt: new Date(NOW).toISOString(), body: new TextEncoder().encode(BODY), contentType: "application/json; charset=utf-8" },
       last: null,
     });
     expect(claimed.kind === "run" && claimed.delivery.body.constructor).toBe(Uint8Array);

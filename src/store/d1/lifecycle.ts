@@ -54,7 +54,7 @@ const RESULT_FENCE = "status IN ('received', 'processing') AND (coalesce(lease_t
 export function readClaim(db: D1Database, ref: DeliveryRef, token: number): D1PreparedStatement {
   return db
     .prepare(
-      `SELECT status, attempts, error, event_type, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, ${bodyColumns()} FROM deliveries
+      `SELECT status, attempts, error, event_type, received_at, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, ${bodyColumns()} FROM deliveries
         WHERE source = ?1 AND id = ?2 AND status IN ('received', 'processing') AND coalesce(lease_token, 0) < ?3`,
     )
     .bind(ref.source, ref.id, token);
@@ -97,14 +97,14 @@ export function markTakeover(db: D1Database, ref: DeliveryRef, token: number, pr
               attempt_log = CASE WHEN NOT (${again}) AND ${vanished} THEN ${appendAttempt(vanishedEntry)} ELSE attempt_log END,
               lease_token = ?3, updated_at = CASE WHEN status = 'failed' THEN updated_at ELSE ?4 END
         WHERE source = ?1 AND id = ?2 AND ((${RESULT_FENCE}) OR (status = 'failed' AND (lease_token = ?3 OR lease_token = ?6 OR ?6 = 0)))
-        RETURNING status, attempts, error, event_type, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, ${bodyColumns("body", "status = 'processing'")}`,
+        RETURNING status, attempts, error, event_type, received_at, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, ${bodyColumns("body", "status = 'processing'")}`,
     )
     .bind(ref.source, ref.id, token, isoTime(nowMs), maxAttempts, previousToken, attemptJson("vanished", nowMs, undefined, "the worker's lease ran out without a result"));
 }
 
 /** What a claim's result (`readClaim` or `markTakeover`) says. */
 export function claimedDelivery(result: D1Result): StoreClaim {
-  const row = result.results[0] as { status: string; attempts: number; error: string | null; event_type: string | null; content_type: unknown; last_attempt: unknown } | undefined;
+  const row = result.results[0] as { status: string; attempts: number; error: string | null; event_type: string | null; received_at: string; content_type: unknown; last_attempt: unknown } | undefined;
   return claimFromRow(row && { ...row, body: bodyFromRow(row) });
 }
 

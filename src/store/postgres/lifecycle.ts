@@ -63,7 +63,7 @@ export async function claim(db: Queryable, ref: DeliveryRef, token: number, take
  */
 function readClaim(db: Queryable, ref: DeliveryRef, token: number) {
   return db.query<ClaimRow>(
-    `SELECT status, attempts, error, event_type, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, body FROM deliveries
+    `SELECT status, attempts, error, event_type, received_at, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, body FROM deliveries
       WHERE source = $1 AND id = $2 AND status IN ('received', 'processing') AND coalesce(lease_token, 0) < $3::bigint`,
     [ref.source, ref.id, token],
   );
@@ -93,7 +93,7 @@ function markTakeover(db: Queryable, ref: DeliveryRef, token: number, previousTo
             lease_token = $3::bigint, updated_at = CASE WHEN status = 'failed' THEN updated_at ELSE $4::text END
       WHERE source = $1 AND id = $2
         AND ((${RESULT_FENCE}) OR (status = 'failed' AND (lease_token = $3::bigint OR lease_token = $6::bigint OR $6::bigint = 0)))
-      RETURNING status, attempts, error, event_type, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, CASE WHEN status = 'processing' THEN body END AS body`,
+      RETURNING status, attempts, error, event_type, received_at, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, CASE WHEN status = 'processing' THEN body END AS body`,
     [ref.source, ref.id, token, isoTime(nowMs), maxAttempts, previousToken, attemptJson("vanished", nowMs, undefined, "the worker's lease ran out without a result")],
   );
 }
