@@ -7,7 +7,18 @@
  * Below processing and forwarding: both build on it, and it imports neither.
  */
 export type { Handler, HandlerContext, OrderGuard } from "./context";
-export { defineHandlers, type HandlerRegistry, type HandlerResolver } from "./registry";
+export {
+  defineHandlers,
+  subscribers,
+  DEFAULT_SUBSCRIBER,
+  type Accepts,
+  type CodeSubscriber,
+  type DeliveryView,
+  type HandlerRegistry,
+  type RetrySchedule,
+  type Subscriber,
+  type SubscriberResolver,
+} from "./registry";
 export { DeferredError, PermanentError, RetryAfterError } from "./errors";
 export { sql, SqlStatement, type Effect, type SqlValue } from "../sql";
 export { isoTime } from "../store/clock";

@@ -3,19 +3,19 @@
  * what a failure means (the retry policy). The consumer (consumer.ts) batches the round trips
  * around this; everything here is about a single delivery.
  */
-import type { InboxConfig } from "../config";
-import { PermanentError, RetryAfterError, sql, type Effect, type HandlerContext, type HandlerResolver } from "../handler-api";
+import { PermanentError, RetryAfterError, sql, type Effect, type Handler, type HandlerContext, type RetrySchedule } from "../handler-api";
 import { describeError, InfrastructureError } from "../handler-api/errors";
 import { sha256, toHex } from "../providers/crypto";
 import type { DeliveryToRun, ProcessingStore, RunTiming } from "../store";
 import { parseEvent } from "./handlers";
 import type { DeliveryLease } from "./lease";
-import { leaseName, type DeadLetter, type DeliveryRef } from "./messages";
+import { describeRun, leaseName, runMessage, type DeadLetter, type RunRef } from "./messages";
+export { describeRun } from "./messages";
 import { createOrderGuard, STALE_VERSION } from "./order-guard";
 
 /** What became of one message; `reason` is for logs and tests. */
 export type Outcome =
-  | { readonly action: "ack"; readonly reason: "done" | "unhandled" | "failed" | "busy" | "settled" | "lease_lost" | "exhausted" | "malformed" }
+  | { readonly action: "ack"; readonly reason: "done" | "unhandled" | "failed" | "busy" | "settled" | "lease_lost" | "exhausted" | "malformed" | "fanned" }
   | { readonly action: "retry"; readonly reason: "handler_error" | "infrastructure" | "deferred"; readonly delaySeconds: number };
 
 /** A claimed delivery whose handler ran: what to commit with its done mark. */
@@ -25,15 +25,10 @@ export interface HandledDelivery {
 }
 
 /**
- * Runs the handlers the resolver names for the delivery, in order, with one context, and collects
- * their effects. Throws what a handler throws, and stops there: the ones after it do not run.
- *
- * The Worker's resolver puts the source's code handler first and its configured forward last
- * (forwarding/resolver.ts): the handler's effects are committed with the done mark only once the
- * backend took the delivery, so a delivery the backend refused commits none. Not the reverse: a
- * commit that fails after the backend's 2xx retries both, and the backend deduplicates the resend on
- * its `webhook-id`. Once `signal` is aborted (the deadline, or the lease lost) no further handler
- * starts: nothing more leaves the inbox.
+ * Runs one subscriber's handlers for the delivery (or the run), in order, with one context, and
+ * collects their effects. Throws what a handler throws, and stops there: the ones after it do not
+ * run. Once `signal` is aborted (the deadline, or the lease lost) no further handler starts: nothing
+ * more leaves the inbox. Another subscriber's handlers never run here: each has its own run.
  *
  * A store call made for the handler that failed (the order guard's read) makes the run an
  * infrastructure failure, whatever the handler then throws: `InfrastructureError`, not counted.
@@ -41,13 +36,12 @@ export interface HandledDelivery {
 export async function runHandler(
   env: Env,
   store: ProcessingStore,
-  resolve: HandlerResolver,
-  ref: DeliveryRef,
+  handlers: readonly Handler[],
+  ref: RunRef,
   delivery: DeliveryToRun,
   attempt: number,
   signal: AbortSignal,
 ): Promise<HandledDelivery> {
-  const handlers = resolve(ref.source, delivery.eventType, env);
   if (handlers.length === 0) return { handled: false, effects: [] };
   const effects: Effect[] = [];
   // The first store call made for the handler that failed, if any (see above).
@@ -112,15 +106,16 @@ export function retryDelaySeconds(error: unknown, backoffSeconds: number): numbe
 /**
  * The retry policy for an attempt that threw: `PermanentError` or the last attempt → failed and
  * dead-lettered; anything else → back to `received` and retried after
- * RETRY_BASE_SECONDS · 2^(attempt−1), or a `RetryAfterError`'s longer wait. Every write is fenced
+ * RETRY_BASE_SECONDS · 2^(attempt−1), or a `RetryAfterError`'s longer wait: the subscriber's own
+ * schedule, or the inbox's (MAX_ATTEMPTS, RETRY_BASE_SECONDS). Every write is fenced
  * by the lease token.
  */
 export async function handleFailure(
   error: unknown,
   env: Env,
   store: ProcessingStore,
-  config: InboxConfig,
-  ref: DeliveryRef,
+  schedule: RetrySchedule,
+  ref: RunRef,
   lease: DurableObjectStub<DeliveryLease>,
   token: number,
   attempt: number,
@@ -130,14 +125,14 @@ export async function handleFailure(
     error instanceof Error && error.message.includes(STALE_VERSION)
       ? "a newer event for the same entity was applied meanwhile; retrying to re-check the order guard"
       : describeError(error);
-  if (error instanceof PermanentError || attempt >= config.maxAttempts) {
+  if (error instanceof PermanentError || attempt >= schedule.maxAttempts) {
     const reason = error instanceof PermanentError ? message : `${message} (gave up after ${attempt} attempts)`;
     const failed = await failDelivery(env, store, ref, token, reason, run);
     if (failed === "lease_lost") return { action: "ack", reason: "lease_lost" };
     if (failed === "failed") await lease.settle(token);
     return { action: "ack", reason: "failed" };
   }
-  const delaySeconds = retryDelaySeconds(error, config.retryBaseSeconds * 2 ** (attempt - 1));
+  const delaySeconds = retryDelaySeconds(error, schedule.retryBaseSeconds * 2 ** (attempt - 1));
   if ((await store.recordResult(ref, token, { kind: "retry", error: message }, Date.now(), run)) === 0) return { action: "ack", reason: "lease_lost" };
   await lease.release(token, Date.now() + delaySeconds * 1000);
   return { action: "retry", reason: "handler_error", delaySeconds };
@@ -153,7 +148,7 @@ export async function handleFailure(
 export async function failDelivery(
   env: Env,
   store: ProcessingStore,
-  ref: DeliveryRef,
+  ref: RunRef,
   token: number,
   error: string,
   run?: RunTiming,
@@ -166,18 +161,21 @@ export async function failDelivery(
  * Puts a failed delivery on the dead-letter queue, for alerting. False when the send failed (it is
  * logged): the caller leaves the lease unsettled, and the dead letter is sent again (`failDelivery`).
  */
-export async function sendDeadLetter(env: Env, ref: DeliveryRef, error: string): Promise<boolean> {
-  const deadLetter: DeadLetter = { source: ref.source, id: ref.id, error };
+export async function sendDeadLetter(env: Env, ref: RunRef, error: string): Promise<boolean> {
+  const deadLetter: DeadLetter = { ...runMessage(ref), error };
   try {
     await env.DEAD_LETTERS.send(deadLetter, { contentType: "json" });
     return true;
   } catch (sendError) {
-    console.error(`dead-letter send failed for ${ref.source}/${ref.id} (it is failed in the store; sent again after its lease):`, describeError(sendError));
+    console.error(`dead-letter send failed for ${describeRun(ref)} (it is failed in the store; sent again after its lease):`, describeError(sendError));
     return false;
   }
 }
 
-/** A stable key for downstream APIs: the same for every attempt and replay of a delivery. */
-export async function idempotencyKey(ref: DeliveryRef): Promise<string> {
+/**
+ * A stable key for downstream APIs: the same for every attempt and replay of a delivery, and for a
+ * fanned-out delivery one per subscriber (two subscribers calling one API must not collide).
+ */
+export async function idempotencyKey(ref: RunRef): Promise<string> {
   return `whi_${toHex(await sha256(new TextEncoder().encode(leaseName(ref))))}`;
 }

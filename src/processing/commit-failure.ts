@@ -4,9 +4,9 @@
  */
 import { describeError } from "../handler-api/errors";
 import type { AttemptEntry, ProcessingStore } from "../store";
-import { failDelivery, type Outcome } from "./attempt";
+import { describeRun, failDelivery, type Outcome } from "./attempt";
 import type { DeliveryLease } from "./lease";
-import type { DeliveryRef } from "./messages";
+import type { RunRef } from "./messages";
 
 /**
  * Runs in a row whose commit failed the same way (an infrastructure error, but with the database
@@ -29,7 +29,7 @@ export async function commitFailed(
   last: AttemptEntry | null,
   env: Env,
   store: ProcessingStore,
-  ref: DeliveryRef,
+  ref: RunRef,
   lease: DurableObjectStub<DeliveryLease>,
   token: number,
   run: { startedAtMs: number },
@@ -67,10 +67,10 @@ function sameText(stored: string, text: string): boolean {
  * Forgets the lease of a settled delivery. A failure is only logged: the stored row already says
  * how it ended, and the lease's alarm requeues the delivery, whose next claim finds it settled.
  */
-export async function settleQuietly(ref: DeliveryRef, lease: DurableObjectStub<DeliveryLease>, token: number): Promise<void> {
+export async function settleQuietly(ref: RunRef, lease: DurableObjectStub<DeliveryLease>, token: number): Promise<void> {
   try {
     await lease.settle(token);
   } catch (error) {
-    console.error(`could not settle the lease of ${ref.source}/${ref.id}; its alarm will clear it:`, describeError(error));
+    console.error(`could not settle the lease of ${describeRun(ref)}; its alarm will clear it:`, describeError(error));
   }
 }

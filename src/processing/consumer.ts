@@ -32,15 +32,16 @@
  */
 import { loadConfig, QUEUE_MAX_DELAY_SECONDS, type InboxConfig } from "../config";
 import { CUT_SHORT, openBatchStore, type ProcessingStore } from "../store";
-import { handleFailure, runHandler, sendDeadLetter, type Outcome } from "./attempt";
+import { describeRun, handleFailure, runHandler, sendDeadLetter, type Outcome } from "./attempt";
 import { commitFailed, settleQuietly } from "./commit-failure";
 export { COMMIT_FAILURE_LIMIT } from "./commit-failure";
-import { DeferredError, PermanentError, type HandlerResolver } from "../handler-api";
+import { DeferredError, PermanentError, type Subscriber, type SubscriberResolver } from "../handler-api";
 import { describeError, InfrastructureError } from "../handler-api/errors";
 import { BatchGate } from "./batch-gate";
 import { BatchTimeUpError, holdLease, LeaseLapsedError, LeaseLostError, withDeadline, type HeldLease } from "./keep-lease";
 import { leaseFor, type DeliveryLease, type LeaseClaim } from "./lease";
-import { isDeliveryRef, type DeliveryRef } from "./messages";
+import { isDeliveryRef, runMessage, type RunRef } from "./messages";
+import { chooseRun, queueRuns, scheduleOf } from "./subscribers";
 
 export type { Outcome } from "./attempt";
 
@@ -66,8 +67,8 @@ export const INFRASTRUCTURE_RETRY_MAX_SECONDS = 300;
 interface BatchContext {
   readonly env: Env;
   readonly config: InboxConfig;
-  /** Which handlers run for a delivery (the Worker wires it: src/index.ts). */
-  readonly resolve: HandlerResolver;
+  /** A source's subscribers (the Worker wires it: src/index.ts). */
+  readonly resolve: SubscriberResolver;
   /** The batch's store: its claims and commits share round trips where the store can. */
   readonly store: ProcessingStore;
   /** When the batch's time is up (ms, see BATCH_BUDGET_MS). */
@@ -77,7 +78,7 @@ interface BatchContext {
 }
 
 /** Processes a batch from `webhook-deliveries`; each message is acked or retried on its own, as soon as its delivery is. */
-export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, resolve: HandlerResolver): Promise<Outcome[]> {
+export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, resolve: SubscriberResolver): Promise<Outcome[]> {
   const config = loadConfig(env);
   const store = openBatchStore(env);
   const context: BatchContext = {
@@ -114,10 +115,17 @@ async function processMessage(message: Message<unknown>, context: BatchContext):
     console.error("dropping a malformed queue message:", JSON.stringify(message.body)?.slice(0, 200));
     return { action: "ack", reason: "malformed" };
   }
-  const ref = message.body;
+  const ref = runMessage(message.body);
   if (context.deadlineMs - Date.now() < Math.min(context.config.handlerTimeoutSeconds * 1000, MIN_HANDLER_WINDOW_MS)) {
     // Too late in the invocation to start: the next one takes it, unclaimed, nothing counted.
     return { action: "retry", reason: "deferred", delaySeconds: 0 };
+  }
+  let subscribers: readonly Subscriber[];
+  try {
+    subscribers = context.resolve(ref.source, context.env);
+  } catch (error) {
+    // A wiring the configuration refuses (two subscribers of one name): retried, nothing counted.
+    return infrastructureFailure(ref, message, error);
   }
   const lease = leaseFor(context.env, ref);
   const askedAtMs = Date.now();
@@ -141,14 +149,14 @@ async function processMessage(message: Message<unknown>, context: BatchContext):
     return infrastructureFailure(ref, message, error);
   }
   try {
-    return await processClaimed(ref, lease, claim, held, context);
+    return await processClaimed(ref, lease, claim, held, context, subscribers);
   } catch (error) {
     if (error instanceof LeaseLostError) return { action: "ack", reason: "lease_lost" };
     // Nothing of this attempt was counted: give the lease back so that the retry can claim at once.
     const outcome = infrastructureFailure(ref, message, error);
     await lease.release(claim.token, Date.now() + outcome.delaySeconds * 1000).catch((releaseError: unknown) => {
       // The lease then runs out by itself and the alarm requeues the delivery, counting nothing.
-      console.error(`could not release the lease of ${ref.source}/${ref.id}:`, describeError(releaseError));
+      console.error(`could not release the lease of ${describeRun(ref)}:`, describeError(releaseError));
     });
     return outcome;
   } finally {
@@ -159,14 +167,16 @@ async function processMessage(message: Message<unknown>, context: BatchContext):
 
 /** From a granted claim to the delivery's outcome. Throws on infrastructure errors. */
 async function processClaimed(
-  ref: DeliveryRef,
+  ref: RunRef,
   lease: DurableObjectStub<DeliveryLease>,
   { token, takeover, previousToken }: Extract<LeaseClaim, { kind: "granted" }>,
   held: HeldLease,
-  { env, config, resolve, store, deadlineMs }: BatchContext,
+  { env, config, store, deadlineMs }: BatchContext,
+  subscribers: readonly Subscriber[],
 ): Promise<Outcome> {
   // A free lease's claim only reads the row; a takeover is recorded first (store/d1/lifecycle.ts).
-  const claimed = await store.claim(ref, token, takeover ? { previousToken, maxAttempts: config.maxAttempts } : null, Date.now());
+  const { maxAttempts } = scheduleOf(subscribers, ref, config);
+  const claimed = await store.claim(ref, token, takeover ? { previousToken, maxAttempts } : null, Date.now());
   if (claimed.kind === "gone") {
     // Done or failed already (the stored row is the judge), or a newer claim got there first.
     await settleQuietly(ref, lease, token);
@@ -178,8 +188,31 @@ async function processClaimed(
     return { action: "ack", reason: "exhausted" };
   }
 
+  if (claimed.kind === "fanned") {
+    // Fanned out before (its worker died before it queued every run, or the sweeper found it
+    // waiting): make sure each unsettled run is queued; a run queued twice meets its own lease.
+    await queueRuns(env, ref, await store.pendingRuns(ref, Date.now()));
+    await settleQuietly(ref, lease, token);
+    return { action: "ack", reason: "fanned" };
+  }
+
+  const choice = chooseRun(subscribers, ref, claimed.delivery, config);
+  if (choice.kind === "fan_out") {
+    // Several subscribers take it: each gets a run of its own, queued, and this delivery's row
+    // becomes their summary. Queued after the fan-out is recorded, so that no run goes unrecorded.
+    if (!(await store.fanOut(ref, token, choice.subscribers, Date.now()))) return { action: "ack", reason: "lease_lost" };
+    await queueRuns(env, ref, choice.subscribers);
+    await settleQuietly(ref, lease, token);
+    return { action: "ack", reason: "fanned" };
+  }
+
   // The attempt history records when each run started and how long it took (store/d1/attempt-log.ts).
   const run = { startedAtMs: Date.now() };
+  if (choice.kind === "unknown_subscriber") {
+    // Configured when the delivery fanned out, gone since: failed, to be replayed once it is back.
+    const error = new PermanentError(`subscriber "${choice.subscriber}" is no longer configured for source ${ref.source}`);
+    return handleFailure(error, env, store, config, ref, lease, token, claimed.attempt, run);
+  }
   let handled;
   try {
     // A few seconds of the batch's time are kept for recording the result. When that, not the
@@ -188,7 +221,7 @@ async function processClaimed(
     const leftMs = deadlineMs - Date.now() - 5_000;
     const timeUp = leftMs < handlerMs ? () => new BatchTimeUpError("the consumer invocation's time ran out") : undefined;
     handled = await withDeadline(
-      (signal) => runHandler(env, store, resolve, ref, claimed.delivery, claimed.attempt, signal),
+      (signal) => runHandler(env, store, choice.handlers, ref, claimed.delivery, claimed.attempt, signal),
       Math.max(1_000, Math.min(handlerMs, leftMs)),
       timeUp,
       held.signal,
@@ -214,7 +247,7 @@ async function processClaimed(
       await lease.release(token, Date.now() + delaySeconds * 1000);
       return { action: "retry", reason: "deferred", delaySeconds };
     }
-    return handleFailure(error, env, store, config, ref, lease, token, claimed.attempt, run);
+    return handleFailure(error, env, store, choice.schedule, ref, lease, token, claimed.attempt, run);
   }
 
   // Taken over while the handler finished: nothing to commit (the fence would refuse it anyway).
@@ -232,14 +265,14 @@ async function processClaimed(
   if (commit.kind === "refused") {
     // The handler's own effects broke the commit (a constraint, a stale order-guard version).
     const error = commit.permanent ? new PermanentError(describeError(commit.error)) : commit.error;
-    return handleFailure(error, env, store, config, ref, lease, token, claimed.attempt, run);
+    return handleFailure(error, env, store, choice.schedule, ref, lease, token, claimed.attempt, run);
   }
   await settleQuietly(ref, lease, token);
   return { action: "ack", reason: handled.handled ? "done" : "unhandled" };
 }
 
-function infrastructureFailure(ref: DeliveryRef, message: Message<unknown>, error: unknown): Extract<Outcome, { action: "retry" }> {
+function infrastructureFailure(ref: RunRef, message: Message<unknown>, error: unknown): Extract<Outcome, { action: "retry" }> {
   const delaySeconds = Math.min(INFRASTRUCTURE_RETRY_MAX_SECONDS, INFRASTRUCTURE_RETRY_SECONDS * 2 ** Math.max(0, message.attempts - 1));
-  console.error(`processing ${ref.source}/${ref.id} hit an infrastructure error, retrying in ${delaySeconds} s:`, describeError(error));
+  console.error(`processing ${describeRun(ref)} hit an infrastructure error, retrying in ${delaySeconds} s:`, describeError(error));
   return { action: "retry", reason: "infrastructure", delaySeconds };
 }

@@ -15,7 +15,7 @@
  *   next claim meets the D1 row, which says what is left to do.
  */
 import { describeError } from "../handler-api/errors";
-import { isDeliveryRef } from "./messages";
+import { describeRun, isDeliveryRef, runMessage } from "./messages";
 
 /** How long a delivery the queue gave up on waits before it is processed again. */
 export const REQUEUE_DELAY_SECONDS = 300;
@@ -29,18 +29,18 @@ export async function recordDeadLetters(batch: MessageBatch<unknown>, env: Env):
       continue;
     }
     if ("error" in body && typeof body.error === "string") {
-      console.warn(`dead letter: ${body.source}/${body.id}: ${body.error}`);
+      console.warn(`dead letter: ${describeRun(body)}: ${body.error}`);
       message.ack();
       continue;
     }
     try {
-      await env.DELIVERIES.send({ source: body.source, id: body.id }, { contentType: "json", delaySeconds: REQUEUE_DELAY_SECONDS });
+      await env.DELIVERIES.send(runMessage(body), { contentType: "json", delaySeconds: REQUEUE_DELAY_SECONDS });
       console.warn(
-        `dead-letter queue: ${body.source}/${body.id} used up the queue's retries (${message.attempts} deliveries of its last message); back on the queue in ${REQUEUE_DELAY_SECONDS} s`,
+        `dead-letter queue: ${describeRun(body)} used up the queue's retries (${message.attempts} deliveries of its last message); back on the queue in ${REQUEUE_DELAY_SECONDS} s`,
       );
       message.ack();
     } catch (error) {
-      console.error(`dead-letter queue: could not requeue ${body.source}/${body.id}, will retry:`, describeError(error));
+      console.error(`dead-letter queue: could not requeue ${describeRun(body)}, will retry:`, describeError(error));
       message.retry({ delaySeconds: 60 });
     }
   }

@@ -1,4 +1,5 @@
 import { attemptEntryFrom, type AttemptEntry } from "./attempts";
+import { headersFromColumn, type StoredHeaders } from "./headers";
 
 /**
  * What a claim hands the consumer, and the error the lease fence raises. Shared by the D1 store
@@ -19,7 +20,12 @@ export type StoreClaim =
   /** MAX_ATTEMPTS recorded runs ended without a result or failed: set aside as failed (a crash loop). */
   | { readonly kind: "gave_up"; readonly attempts: number; readonly error: string }
   /** Not claimable: already done or failed, deleted, or a newer claim got there first. */
-  | { readonly kind: "gone" };
+  | { readonly kind: "gone" }
+  /**
+   * The delivery was fanned out to its subscribers (store/d1/subscriber-runs.ts): its row only
+   * summarises their runs, each claimed on its own. The consumer makes sure theirs are queued.
+   */
+  | { readonly kind: "fanned" };
 
 /** What the handler needs of a claimed delivery: the input of its run. */
 export interface DeliveryToRun {
@@ -29,6 +35,8 @@ export interface DeliveryToRun {
   readonly body: Uint8Array;
   /** The provider's Content-Type, from the stored request headers; null when none was stored. */
   readonly contentType: string | null;
+  /** The request headers stored with it (credentials never are; none once retention cleared them): what subscribers' filters see. */
+  readonly headers: StoredHeaders;
 }
 
 /**
@@ -50,7 +58,11 @@ export interface ClaimRow {
   readonly error: string | null;
   readonly event_type: string | null;
   readonly received_at: string;
+  /** A delivery's: set once it was fanned out (absent for a subscriber's run). */
+  readonly fanout?: number | null;
   readonly content_type: unknown;
+  /** The stored headers: D1's JSON text, or Postgres's parsed jsonb. */
+  readonly headers?: unknown;
   readonly last_attempt: unknown;
   readonly body: Uint8Array | null;
 }
@@ -61,12 +73,20 @@ export interface ClaimRow {
  */
 export function claimFromRow(row: ClaimRow | undefined): StoreClaim {
   if (!row) return { kind: "gone" };
+  // Before `failed`: a fanned-out delivery's status is its runs' summary, their dead letters their own.
+  if (row.fanout !== undefined && row.fanout !== null) return { kind: "fanned" };
   if (row.status === "failed") return { kind: "gave_up", attempts: row.attempts, error: row.error ?? "" };
   const contentType = typeof row.content_type === "string" && row.content_type !== "" ? row.content_type : null;
   return {
     kind: "run",
     attempt: row.attempts + 1,
-    delivery: { eventType: row.event_type, receivedAt: row.received_at, body: row.body ?? new Uint8Array(0), contentType },
+    delivery: { eventType: row.event_type, receivedAt: row.received_at, body: row.body ?? new Uint8Array(0), contentType, headers: storedHeaders(row.headers) },
     last: attemptEntryFrom(row.last_attempt),
   };
+}
+
+/** A claim row's headers, whichever form its store returns them in. */
+function storedHeaders(value: unknown): StoredHeaders {
+  if (value === null || value === undefined) return [];
+  return headersFromColumn(typeof value === "string" ? value : JSON.stringify(value)) ?? [];
 }

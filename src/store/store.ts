@@ -13,7 +13,7 @@
  *
  * Times (`nowMs`) are passed in, so that tests and the sweeper decide the clock.
  */
-import type { DeliveryRef } from "../delivery-ref";
+import type { DeliveryRef, RunRef } from "../delivery-ref";
 import type { Effect } from "../sql";
 import type { RunTiming } from "./attempts";
 import type { StoreClaim } from "./claims";
@@ -71,16 +71,27 @@ export interface ReceivingStore {
 
 /** The consumer's: a delivery's state as processing moves it (store/d1/lifecycle.ts). */
 export interface ProcessingStore {
-  /** The claim of a leased delivery: a read, or for a takeover a fenced write first. */
-  claim(ref: DeliveryRef, token: number, takeover: Takeover | null, nowMs: number): Promise<StoreClaim>;
+  /**
+   * The claim of a leased delivery, or of one subscriber's run of a fanned-out one (`RunRef`): a
+   * read, or for a takeover a fenced write first.
+   */
+  claim(ref: RunRef, token: number, takeover: Takeover | null, nowMs: number): Promise<StoreClaim>;
   /** The done mark with the handler's effects, in one fenced transaction. */
-  commitDone(ref: DeliveryRef, token: number, done: { readonly handled: boolean; readonly effects: readonly Effect[]; readonly run?: RunTiming }, nowMs: number): Promise<CommitResult>;
+  commitDone(ref: RunRef, token: number, done: { readonly handled: boolean; readonly effects: readonly Effect[]; readonly run?: RunTiming }, nowMs: number): Promise<CommitResult>;
   /**
    * Any other result of a run (retry, failed, deferred: run-result.ts), in one fenced write. 0 when
    * the fence refused; for a deferral, how many deferrals in a row with its reason the attempt
    * history now shows (this one included; 1 after a different entry); else 1.
    */
-  recordResult(ref: DeliveryRef, token: number, result: RunResult, nowMs: number, run?: RunTiming): Promise<number>;
+  recordResult(ref: RunRef, token: number, result: RunResult, nowMs: number, run?: RunTiming): Promise<number>;
+  /**
+   * Fans a delivery out to its `subscribers` (two or more), fenced by its lease `token`: each gets a
+   * run of its own, and the delivery's row becomes their summary. Safe to run again. False when
+   * the fence refused.
+   */
+  fanOut(ref: DeliveryRef, token: number, subscribers: readonly string[], nowMs: number): Promise<boolean>;
+  /** The subscribers of a fanned-out delivery whose runs are not settled; its summary brought up to date first. */
+  pendingRuns(ref: DeliveryRef, nowMs: number): Promise<string[]>;
   /** The order guard's read: the newest version applied for `entity`, or null (processing/order-guard.ts). */
   entityVersion(entity: string): Promise<number | null>;
 }

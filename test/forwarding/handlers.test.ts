@@ -1,17 +1,17 @@
-// A source with both a code handler and a forward URL, and forward() as a handler in the registry.
+// A source with both a code handler and a forward URL (two subscribers), and forward() as a handler in the registry.
 import { beforeAll, describe, expect, it } from "vitest";
 import { forward, MISCONFIGURED_WAIT_SECONDS } from "../../src/forwarding/forward";
 import { PermanentError } from "../../src/handler-api";
 import { defineHandlers, type Handler } from "../../src/handler-api";
 import { sql } from "../../src/sql";
 import { backendCalls, FORWARD_SECRET, forwardingTo, planBackend } from "../helpers/forward-backend";
-import { consume, createEffectTables, storeDelivery } from "../helpers/processing";
+import { capturingQueue, consume, createEffectTables, runRow, storeDelivery } from "../helpers/processing";
 import { count, deliveryRow } from "../helpers/store-db";
 
 beforeAll(createEffectTables);
 
-describe("a source with a code handler and a forward URL", () => {
-  it("runs the handler, then forwards; the handler's effects commit only once the backend took the delivery", async () => {
+describe("a source with a code handler and a forward URL: two subscribers, each with its own progress", () => {
+  it("fans the delivery out once; the forward's retries never re-run the handler, whose effects commit once", async () => {
     const ref = { source: "standard", id: "both-then" };
     await storeDelivery(ref, { type: "invoice.paid" }, "invoice.paid");
     const url = await planBackend("/both", { status: 503 }, { status: 200 });
@@ -21,19 +21,30 @@ describe("a source with a code handler and a forward URL", () => {
       return [ctx.sql`INSERT INTO keyed_effects (delivery_id, note) VALUES (${ctx.deliveryId}, 'both')`];
     };
     const handlers = defineHandlers({ standard: { "*": record } });
-    const first = await consume([ref], handlers, forwardingTo("standard", url));
-    expect(first.outcomes[0]!.reason).toBe("handler_error");
+    const queue = capturingQueue();
+    const vars = { ...forwardingTo("standard", url), DELIVERIES: queue.producer } as Partial<Env>;
+    expect((await consume([ref], handlers, vars)).outcomes[0]!.reason).toBe("fanned");
+    expect(queue.sent).toEqual([
+      { ...ref, subscriber: "handler" },
+      { ...ref, subscriber: "forward" },
+    ]);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "processing", fanout: 2 });
+    // Each run on its own: the handler's is done, the forward's meets a 503 and waits for its retry.
+    const first = await consume(queue.take(), handlers, vars);
+    expect(first.outcomes.map((outcome) => outcome.reason)).toEqual(["done", "handler_error"]);
     expect(runs).toBe(1);
-    expect(await count(sql`SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ${ref.id}`)).toBe(0);
-    const second = await consume([ref], handlers, forwardingTo("standard", url));
-    expect(second.outcomes[0]!.reason).toBe("done");
-    expect(runs).toBe(2);
     expect(await count(sql`SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ${ref.id}`)).toBe(1);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "processing" });
+    // The forward's retry: the handler does not run again.
+    expect((await consume([{ ...ref, subscriber: "forward" }], handlers, vars)).outcomes[0]!.reason).toBe("done");
+    expect(runs).toBe(1);
     expect((await backendCalls("/both")).calls).toHaveLength(2);
-    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 2, handled: 1 });
+    expect(await runRow(ref, "handler")).toMatchObject({ status: "done", attempts: 1 });
+    expect(await runRow(ref, "forward")).toMatchObject({ status: "done", attempts: 2 });
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", error: null });
   });
 
-  it("sends nothing when the handler throws", async () => {
+  it("a handler that fails, fails alone: the forward still goes out, and the delivery says which subscriber failed", async () => {
     const ref = { source: "standard", id: "both-handler-fails" };
     await storeDelivery(ref, { type: "invoice.paid" }, "invoice.paid");
     const url = await planBackend("/both-handler-fails", { status: 200 });
@@ -44,8 +55,13 @@ describe("a source with a code handler and a forward URL", () => {
         },
       },
     });
-    expect((await consume([ref], handlers, forwardingTo("standard", url))).outcomes[0]!.reason).toBe("failed");
-    expect((await backendCalls("/both-handler-fails")).calls).toEqual([]);
+    const queue = capturingQueue();
+    const vars = { ...forwardingTo("standard", url), DELIVERIES: queue.producer } as Partial<Env>;
+    expect((await consume([ref], handlers, vars)).outcomes[0]!.reason).toBe("fanned");
+    expect((await consume(queue.take(), handlers, vars)).outcomes.map((outcome) => outcome.reason)).toEqual(["failed", "done"]);
+    expect((await backendCalls("/both-handler-fails")).calls).toHaveLength(1);
+    expect(await runRow(ref, "handler")).toMatchObject({ status: "failed", error: "PermanentError: invoice has no customer" });
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "failed", error: "handler: PermanentError: invoice has no customer" });
   });
 });
 

@@ -6,9 +6,9 @@ import { withConfiguredForwarding } from "../../src/forwarding/resolver";
 import { consumeDeliveries } from "../../src/processing/consumer";
 import type { HandlerRegistry } from "../../src/handler-api";
 import { leaseFor, type DeliveryLease } from "../../src/processing/lease";
-import type { DeliveryRef } from "../../src/processing/messages";
+import type { DeliveryRef, RunRef } from "../../src/processing/messages";
 import { sql } from "../../src/sql";
-import { exec, recordDelivery } from "./store-db";
+import { exec, recordDelivery, rows } from "./store-db";
 
 let messageCounter = 0;
 
@@ -22,8 +22,8 @@ export async function storeDelivery(ref: DeliveryRef, event: unknown = {}, event
  * Runs one queue batch of `refs` through the consumer; returns the outcomes and the ack/retry result.
  * `options.attempts`: how often the queue has delivered these messages already (1: the first time).
  */
-export async function consume(refs: readonly DeliveryRef[], handlers: HandlerRegistry, overrides: Partial<Env> = {}, options: { attempts?: number } = {}) {
-  const batch = createMessageBatch<DeliveryRef>(
+export async function consume(refs: readonly RunRef[], handlers: HandlerRegistry, overrides: Partial<Env> = {}, options: { attempts?: number } = {}) {
+  const batch = createMessageBatch<RunRef>(
     "webhook-deliveries",
     refs.map((body) => ({ id: `message-${++messageCounter}`, timestamp: new Date(), attempts: options.attempts ?? 1, body })),
   );
@@ -58,6 +58,40 @@ export function recordingQueue(queue: Queue) {
     },
   };
   return { sent, producer: producer as unknown as Queue };
+}
+
+/**
+ * A queue producer that only records what it is asked to send (a fanned-out delivery's runs), for
+ * the test to consume with its own handlers: the real queue's consumer runs the Worker's handlers.
+ */
+export function capturingQueue() {
+  let sent: RunRef[] = [];
+  const producer = {
+    async send(body: RunRef) {
+      sent.push(body);
+    },
+    async sendBatch(messages: Iterable<MessageSendRequest<RunRef>>) {
+      for (const message of messages) sent.push(message.body);
+    },
+  };
+  return {
+    get sent() {
+      return sent;
+    },
+    /** What was sent since the last take, and forgets it. */
+    take(): RunRef[] {
+      const taken = sent;
+      sent = [];
+      return taken;
+    },
+    producer: producer as unknown as Queue,
+  };
+}
+
+/** A subscriber's run of a fanned-out delivery, as stored (subscriber_runs). */
+export async function runRow(ref: DeliveryRef, subscriber: string): Promise<Record<string, unknown> | undefined> {
+  const found = await rows(sql`SELECT status, attempts, error, handled, lease_token FROM subscriber_runs WHERE source = ${ref.source} AND id = ${ref.id} AND subscriber = ${subscriber}`);
+  return found[0];
 }
 
 /** A promise plus its resolver, to hold a handler mid-job. */

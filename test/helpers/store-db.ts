@@ -155,6 +155,8 @@ export interface DeliveryRow {
   /** Copies answered "duplicate" since it was stored, and when the last came (migrations/0009). */
   duplicates: number;
   last_duplicate_at: string | null;
+  /** How many subscribers it was fanned out to; null: one (migrations/0012). */
+  fanout: number | null;
 }
 
 /** Every delivery (of `source`), by source and id. */

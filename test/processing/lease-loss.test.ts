@@ -11,7 +11,8 @@ import { defineHandlers } from "../../src/handler-api";
 import type { DeliveryRef } from "../../src/processing/messages";
 import { sql } from "../../src/sql";
 import { faultyNamespace, faultyQueue, rebindObject } from "../helpers/faults";
-import { backendCalls, forwardingTo, planBackend } from "../helpers/forward-backend";
+import { forward } from "../../src/forwarding/forward";
+import { backendCalls, FORWARD_SECRET, planBackend } from "../helpers/forward-backend";
 import { consume, createEffectTables, expireLease, gate, leaseFor, storeDelivery } from "../helpers/processing";
 import { count, deliveryRow } from "../helpers/store-db";
 
@@ -30,14 +31,17 @@ describe("a worker whose lease was taken over", () => {
     await storeDelivery(ref);
     await shortLease(ref);
     const url = await planBackend("/taken-over", { status: 200 });
-    const forwarding = { ...forwardingTo(ref.source, url, { STANDARD_FORWARD_TIMEOUT_SECONDS: "1" }), ...SHORT_LEASE };
+    // The handler forwards after its own work, as a handler that calls an API would.
+    const send = forward({ url, secret: FORWARD_SECRET, timeoutSeconds: 1 });
+    const forwarding = SHORT_LEASE;
     const release = gate();
     let aborted = false;
     const stalled = defineHandlers({
       standard: {
-        "*": async (_event, ctx) => {
+        "*": async (event, ctx) => {
           ctx.signal.addEventListener("abort", () => (aborted = true));
           await release.promise; // ignores its signal, as a careless handler would
+          await send(event, ctx);
           return [ctx.sql`INSERT INTO keyed_effects (delivery_id, note) VALUES (${ctx.deliveryId}, 'stale worker')`];
         },
       },
@@ -46,7 +50,14 @@ describe("a worker whose lease was taken over", () => {
     await expect.poll(async () => (await leaseFor(env, ref).claim(ref)).kind).toBe("busy");
     // Its lease runs out (it stalled) and another worker takes over and finishes.
     expect(await expireLease(leaseFor(env, ref), 3)).toBe(true);
-    const fresh = defineHandlers({ standard: { "*": (_event, ctx) => [ctx.sql`INSERT INTO keyed_effects (delivery_id, note) VALUES (${ctx.deliveryId}, 'new worker')`] } });
+    const fresh = defineHandlers({
+      standard: {
+        "*": async (event, ctx) => {
+          await send(event, ctx);
+          return [ctx.sql`INSERT INTO keyed_effects (delivery_id, note) VALUES (${ctx.deliveryId}, 'new worker')`];
+        },
+      },
+    });
     expect((await consume([ref], fresh, forwarding)).outcomes[0]!.reason).toBe("done");
     expect((await backendCalls("/taken-over")).calls).toHaveLength(1);
     // The stalled worker's next renewal learns it lost the lease: it stops before its handler returns.

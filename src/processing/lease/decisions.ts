@@ -36,7 +36,7 @@
  *   any token handed out before (tokens start from the clock, and that lease ended at least one lease
  *   after its token was issued).
  */
-import type { DeliveryRef } from "../messages";
+import type { RunRef } from "../messages";
 import type { AlarmDecision, Decision, LeaseClaim, LeaseState, Naming } from "./state";
 import type { StoredLease } from "./stored";
 
@@ -200,12 +200,12 @@ export function decideAlarm(state: LeaseState, naming: Naming, fresh: boolean, n
 }
 
 /** The delivery: the object's name, else what a claim stored or said. */
-export function deliveryOf(state: LeaseState | undefined, naming: Naming): DeliveryRef | null {
+export function deliveryOf(state: LeaseState | undefined, naming: Naming): RunRef | null {
   return naming.namedRef ?? state?.stored?.ref ?? naming.claimedRef;
 }
 
 /** The delivery, for a stored key, when the object's name does not carry it. */
-function refToStore(state: LeaseState, naming: Naming): { ref?: DeliveryRef } {
+function refToStore(state: LeaseState, naming: Naming): { ref?: RunRef } {
   if (naming.namedRef) return {};
   const ref = state.stored?.ref ?? naming.claimedRef;
   return ref ? { ref } : {};

@@ -13,7 +13,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { checkConfig, ConfigError, loadConfig } from "../../config";
 import { describeError } from "../../handler-api/errors";
-import type { DeliveryRef } from "../messages";
+import type { RunRef } from "../messages";
 import { decideAlarm, decideClaim, decideRelease, decideRenew, decideReset, decideSettle, deliveryOf, loadLease, type Decision, type LeaseClaim, type LeaseState, type Naming, type Writes } from "./decisions";
 import { fromStorage, LEASE_KEY, refFromName, type LegacyLease, type StoredLease } from "./stored";
 
@@ -28,9 +28,9 @@ export class DeliveryLease extends DurableObject<Env> {
   /** What this instance knows (decisions.ts); undefined: a fresh instance that has not read storage yet. */
   #state: LeaseState | undefined;
   /** The delivery as the last claim named it, for an object whose `ctx.id.name` is unset. */
-  #claimedRef: DeliveryRef | null = null;
+  #claimedRef: RunRef | null = null;
   /** The delivery the object's name stands for (null: no usable name); an instance's name never changes. */
-  readonly #namedRef: DeliveryRef | null = refFromName(this.ctx.id.name);
+  readonly #namedRef: RunRef | null = refFromName(this.ctx.id.name);
   /** Calls run one after another: a claim decides from state that no other call may change meanwhile. */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -41,7 +41,7 @@ export class DeliveryLease extends DurableObject<Env> {
   }
 
   /** Claims the delivery for one attempt. */
-  claim(ref: DeliveryRef): Promise<LeaseClaim> {
+  claim(ref: RunRef): Promise<LeaseClaim> {
     return this.#serially(async () => {
       const leaseMs = loadConfig(this.env).leaseSeconds * 1000;
       const nowMs = Date.now();

@@ -2,7 +2,7 @@
  * What a lease decision reads and returns (decisions.ts): the lease as an instance knows it, which
  * delivery the object is for, a call's answer, and the storage writes to make.
  */
-import type { DeliveryRef } from "../messages";
+import type { RunRef } from "../messages";
 import type { StoredLease } from "./stored";
 
 /** The lease's answer to a claim (the store's answer is `StoreClaim`, store/claims.ts). */
@@ -49,9 +49,9 @@ export interface LeaseState {
 /** Which delivery the object is for: its name's, else the last claim's (stored.ts). */
 export interface Naming {
   /** The delivery the object's name stands for; null when `ctx.id.name` does not carry it. */
-  readonly namedRef: DeliveryRef | null;
+  readonly namedRef: RunRef | null;
   /** The delivery as the last claim named it. */
-  readonly claimedRef: DeliveryRef | null;
+  readonly claimedRef: RunRef | null;
 }
 
 /** Storage writes, issued together (no await between them, so they commit as one batch). */
@@ -82,7 +82,7 @@ export type AlarmStep =
   /** Nobody is working on it and nothing says which delivery it is: the sweeper re-enqueues it. */
   | { readonly kind: "unknown_delivery" }
   /** Put the delivery back on the queue after `delaySeconds`, then check again at `alarmAtMs`. */
-  | { readonly kind: "requeue"; readonly ref: DeliveryRef; readonly delaySeconds: number; readonly alarmAtMs: number };
+  | { readonly kind: "requeue"; readonly ref: RunRef; readonly delaySeconds: number; readonly alarmAtMs: number };
 
 /** What the alarm decided: the state after it, a key to store, and what to do next. */
 export interface AlarmDecision {

@@ -31,7 +31,7 @@
  * above); the `ref` passed to `claim` is kept in memory as well. An alarm that knows no delivery at all
  * logs it and stops; the sweeper re-enqueues the stranded row.
  */
-import { isDeliveryRef, leaseName, type DeliveryRef } from "../messages";
+import { isDeliveryRef, leaseName, runMessage, type RunRef } from "../messages";
 
 /** The name of the one stored key. */
 export const LEASE_KEY = "lease";
@@ -48,12 +48,12 @@ export interface StoredLease {
    */
   readonly state: "held" | "released" | "abandoned";
   /** Only when `ctx.id.name` does not name the delivery. */
-  readonly ref?: DeliveryRef;
+  readonly ref?: RunRef;
 }
 
 /** The key of before, for a lease written by an earlier version (read once, rewritten or deleted). */
 export interface LegacyLease {
-  readonly ref: DeliveryRef;
+  readonly ref: RunRef;
   readonly token: number;
   readonly heldUntilMs: number | null;
   readonly abandoned: boolean;
@@ -68,13 +68,13 @@ export function fromStorage(value: StoredLease | LegacyLease | undefined): Store
 }
 
 /** The delivery an object's name stands for (`leaseName`), or null when it is unset or not one. */
-export function refFromName(name: string | undefined): DeliveryRef | null {
+export function refFromName(name: string | undefined): RunRef | null {
   if (name === undefined) return null;
   try {
     const parsed: unknown = JSON.parse(name);
-    if (!Array.isArray(parsed) || parsed.length !== 2) return null;
-    const ref = { source: parsed[0] as unknown, id: parsed[1] as unknown };
-    return isDeliveryRef(ref) && leaseName(ref) === name ? { source: ref.source, id: ref.id } : null;
+    if (!Array.isArray(parsed) || (parsed.length !== 2 && parsed.length !== 3)) return null;
+    const ref = parsed.length === 2 ? { source: parsed[0] as unknown, id: parsed[1] as unknown } : { source: parsed[0] as unknown, id: parsed[1] as unknown, subscriber: parsed[2] as unknown };
+    return isDeliveryRef(ref) && leaseName(ref) === name ? runMessage(ref) : null;
   } catch {
     return null;
   }

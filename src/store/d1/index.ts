@@ -5,7 +5,8 @@
  * this store's two batchers (batcher.ts), so the deliveries of one queue batch share D1 round trips;
  * the receiver's inserts share them across requests (group-commit.ts).
  */
-import type { DeliveryRef } from "../../delivery-ref";
+import { isSubscriberRun, type DeliveryRef, type RunRef } from "../../delivery-ref";
+import { claimFromRow } from "../claims";
 import { SqlStatement } from "../../sql";
 import { deliveryStats, getDelivery } from "./admin";
 import { createBatcher, type StatementBatcher } from "./batcher";
@@ -14,10 +15,13 @@ import { recordDeliveryGrouped } from "./group-commit";
 import { withDuplicateCounted } from "../new-delivery";
 import { judgeFailedCommit } from "../commit-outcome";
 import { claimedDelivery, committedWith, isLeaseLost, markDone, markTakeover, readClaim, recordResult, requireDone } from "./lifecycle";
+import { bodyFromRow } from "./columns";
+import { fanOut, markRunDone, markRunTakeover, pendingRuns, readRunClaim, recordRunResult, requireRunDone, runCommittedWith, summarise } from "./subscriber-runs";
 import { findDeliveryById, listDeliveries } from "./listing";
 import { maintainOverview, readOverview } from "./overview";
 import { countFailed, replayState, resetFailedForReplay, resetForReplay } from "./replay";
-import type { Effect, Store } from "../store";
+import type { Effect, Store, Takeover } from "../store";
+import type { ClaimRow, StoreClaim } from "../claims";
 import { notePreviousSecret, previousSecretUses, providerMessages, recordProviderMessage } from "./secrets";
 import { applyRetention, takeStranded } from "./sweep";
 
@@ -63,10 +67,25 @@ export function d1Store(db: D1Database): Store {
   let marks: StatementBatcher | undefined;
   let commits: StatementBatcher | undefined;
 
+  /** A subscriber's claim: a read, or a takeover's fenced write with its delivery's summary (subscriber-runs.ts). */
+  async function claimRun(ref: Required<RunRef>, token: number, takeover: Takeover | null, nowMs: number): Promise<StoreClaim> {
+    if (!takeover) {
+      const [result] = await (marks ??= createBatcher(db)).run([readRunClaim(db, ref, token)]);
+      const row = result!.results[0] as Record<string, unknown> | undefined;
+      return claimFromRow(row && ({ ...row, body: bodyFromRow(row) } as unknown as ClaimRow));
+    }
+    const [taken, , delivery] = await (marks ??= createBatcher(db)).run(markRunTakeover(db, ref, token, takeover.previousToken, takeover.maxAttempts, nowMs));
+    const run = taken!.results[0] as Record<string, unknown> | undefined;
+    const row = delivery!.results[0] as Record<string, unknown> | undefined;
+    if (!run || !row) return { kind: "gone" };
+    return claimFromRow({ ...row, ...run, body: run.status === "processing" ? bodyFromRow(row) : null } as unknown as ClaimRow);
+  }
+
   return {
     record: async (delivery, ctx) => withDuplicateCounted(await recordDeliveryGrouped(db, ctx, delivery), () => countDuplicate(db, delivery)),
 
     async claim(ref, token, takeover, nowMs) {
+      if (isSubscriberRun(ref)) return claimRun(ref, token, takeover, nowMs);
       // A free lease's claim only reads the row; a takeover is recorded first (lifecycle.ts).
       const statement = takeover ? markTakeover(db, ref, token, takeover.previousToken, takeover.maxAttempts, nowMs) : readClaim(db, ref, token);
       const [result] = await (marks ??= createBatcher(db)).run([statement]);
@@ -76,7 +95,12 @@ export function d1Store(db: D1Database): Store {
     async commitDone(ref, token, { handled, effects, run }, nowMs) {
       let statements: D1PreparedStatement[];
       try {
-        statements = [markDone(db, ref, token, handled, nowMs, run), requireDone(db, ref, token), ...effects.map((effect) => d1Statement(db, effect))];
+        const marks = isSubscriberRun(ref)
+          ? [markRunDone(db, ref, token, handled, nowMs, run), requireRunDone(db, ref, token)]
+          : [markDone(db, ref, token, handled, nowMs, run), requireDone(db, ref, token)];
+        statements = [...marks, ...effects.map((effect) => d1Statement(db, effect))];
+        // A subscriber's done mark moves its delivery's summary, in the same transaction.
+        if (isSubscriberRun(ref)) statements.push(summarise(db, ref, nowMs));
       } catch (error) {
         // A statement D1 would not even prepare: the handler's, never going to work.
         return { kind: "refused", error, permanent: true };
@@ -86,11 +110,22 @@ export function d1Store(db: D1Database): Store {
         return { kind: "committed" };
       } catch (error) {
         // A commit of ours may have landed although D1 reported an error: then it stands.
-        return judgeFailedCommit(error, { isStatementError, isLeaseLost, committed: () => committedWith(db, ref, token) });
+        const committed = () => (isSubscriberRun(ref) ? runCommittedWith(db, ref, token) : committedWith(db, ref, token));
+        return judgeFailedCommit(error, { isStatementError, isLeaseLost, committed });
       }
     },
 
-    recordResult: (ref, token, result, nowMs, run) => recordResult(db, ref, token, result, nowMs, run),
+    async recordResult(ref, token, result, nowMs, run) {
+      if (!isSubscriberRun(ref)) return recordResult(db, ref, token, result, nowMs, run);
+      const [written] = await db.batch(recordRunResult(db, ref, token, result, nowMs, run));
+      return (written!.results[0] as { repeats: number } | undefined)?.repeats ?? 0;
+    },
+
+    async fanOut(ref, token, subscribers, nowMs) {
+      const [marked] = await db.batch(fanOut(db, ref, token, subscribers, nowMs));
+      return marked!.meta.changes > 0;
+    },
+    pendingRuns: (ref, nowMs) => pendingRuns(db, ref, nowMs),
 
     async entityVersion(entity) {
       const row = await db.prepare("SELECT version FROM entity_versions WHERE entity = ?").bind(entity).first<{ version: number }>();

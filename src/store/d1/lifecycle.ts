@@ -19,6 +19,7 @@
  * infrastructure error before any result.
  */
 import type { DeliveryRef } from "../../delivery-ref";
+import { CONTENT_TYPE, RESULT_FENCE } from "./run-sql";
 import { appendAttempt, deferredAttempt, entryAt } from "./attempt-log";
 import { attemptJson, type RunTiming } from "../attempts";
 import { claimFromRow, GAVE_UP, LEASE_LOST, type StoreClaim } from "../claims";
@@ -26,25 +27,10 @@ import { isoTime } from "../clock";
 import { resultWrite, type RunResult } from "../run-result";
 import { bodyColumns, bodyFromRow } from "./columns";
 
-/**
- * The stored `content-type` header (store/headers.ts: a JSON array of [name, value] pairs, names
- * lower-cased), read by the claim's own statement: forwarding needs it, and a query of its own
- * after the claim could fail on its own, which would count against the handler.
- * Null for a row of before migrations/0008, headers cleared by retention, or none sent.
- */
-const CONTENT_TYPE = `(SELECT json_extract(header.value, '$[1]') FROM json_each(CASE WHEN json_valid(headers) THEN headers END) AS header
-                        WHERE json_extract(header.value, '$[0]') = 'content-type' LIMIT 1) AS content_type`;
 
 /** The newest entry of the attempt history, as JSON text (null: none), read by the claim's own statement too. */
 const LAST_ATTEMPT = "CASE WHEN json_valid(attempt_log) THEN json_extract(attempt_log, '$[#-1]') END AS last_attempt";
 
-/**
- * Where a run's result may land, for token `?3`: the delivery is unsettled, and either no claim
- * newer than this one is recorded (a run D1 never saw), or this run is the recorded takeover.
- * Once a result landed (lease_token = ?3, no longer `processing`), the same statement changes
- * nothing: a result is never counted twice. Same rule as the trigger.
- */
-const RESULT_FENCE = "status IN ('received', 'processing') AND (coalesce(lease_token, 0) < ?3 OR (lease_token = ?3 AND status = 'processing'))";
 
 /**
  * The claim of a delivery whose lease was free (its first claim, a retry's, a replay's): reads
@@ -54,7 +40,7 @@ const RESULT_FENCE = "status IN ('received', 'processing') AND (coalesce(lease_t
 export function readClaim(db: D1Database, ref: DeliveryRef, token: number): D1PreparedStatement {
   return db
     .prepare(
-      `SELECT status, attempts, error, event_type, received_at, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, ${bodyColumns()} FROM deliveries
+      `SELECT status, attempts, error, event_type, received_at, fanout, headers, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, ${bodyColumns()} FROM deliveries
         WHERE source = ?1 AND id = ?2 AND status IN ('received', 'processing') AND coalesce(lease_token, 0) < ?3`,
     )
     .bind(ref.source, ref.id, token);
@@ -84,7 +70,8 @@ export function readClaim(db: D1Database, ref: DeliveryRef, token: number): D1Pr
  */
 export function markTakeover(db: D1Database, ref: DeliveryRef, token: number, previousToken: number, maxAttempts: number, nowMs: number): D1PreparedStatement {
   const again = "lease_token IS ?3";
-  const vanished = "status = 'processing' AND (lease_token = ?6 OR ?6 = 0)";
+  // A fanned-out delivery's row is its subscribers' summary: no run of its own to count (subscriber-runs.ts).
+  const vanished = "status = 'processing' AND fanout IS NULL AND (lease_token = ?6 OR ?6 = 0)";
   const gaveUp = `${vanished} AND attempts + 1 >= ?5`;
   // The vanished run's entry, without a start time: the sweeper may have touched updated_at since.
   const vanishedEntry = entryAt(7, "attempts + 1");
@@ -97,14 +84,14 @@ export function markTakeover(db: D1Database, ref: DeliveryRef, token: number, pr
               attempt_log = CASE WHEN NOT (${again}) AND ${vanished} THEN ${appendAttempt(vanishedEntry)} ELSE attempt_log END,
               lease_token = ?3, updated_at = CASE WHEN status = 'failed' THEN updated_at ELSE ?4 END
         WHERE source = ?1 AND id = ?2 AND ((${RESULT_FENCE}) OR (status = 'failed' AND (lease_token = ?3 OR lease_token = ?6 OR ?6 = 0)))
-        RETURNING status, attempts, error, event_type, received_at, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, ${bodyColumns("body", "status = 'processing'")}`,
+        RETURNING status, attempts, error, event_type, received_at, fanout, headers, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, ${bodyColumns("body", "status = 'processing'")}`,
     )
     .bind(ref.source, ref.id, token, isoTime(nowMs), maxAttempts, previousToken, attemptJson("vanished", nowMs, undefined, "the worker's lease ran out without a result"));
 }
 
 /** What a claim's result (`readClaim` or `markTakeover`) says. */
 export function claimedDelivery(result: D1Result): StoreClaim {
-  const row = result.results[0] as { status: string; attempts: number; error: string | null; event_type: string | null; received_at: string; content_type: unknown; last_attempt: unknown } | undefined;
+  const row = result.results[0] as { status: string; attempts: number; error: string | null; event_type: string | null; received_at: string; fanout: number | null; content_type: unknown; last_attempt: unknown } | undefined;
   return claimFromRow(row && { ...row, body: bodyFromRow(row) });
 }
 

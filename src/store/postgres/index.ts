@@ -13,6 +13,7 @@ import type { ClosableStore } from "../store";
 import { deliveryStats, getDelivery } from "./admin";
 import { clientPerOperation, isStatementError, withClient, type Connections } from "./client";
 import { claim, commitDone, entityVersion, recordResult } from "./lifecycle";
+import { fanOut, pendingRuns } from "./subscriber-runs";
 import { findDeliveryById, listDeliveries } from "./listing";
 import { maintainOverview, readOverview } from "./overview";
 import { countDuplicate } from "./duplicates";
@@ -42,6 +43,8 @@ export function postgresStore(hyperdrive: Hyperdrive, connections: Connections =
     claim: (ref, token, takeover, nowMs) => twice(() => run((db) => claim(db, ref, token, takeover, nowMs))),
     commitDone: (ref, token, done, nowMs) => commitDone(connections, ref, token, done, nowMs),
     recordResult: (ref, token, result, nowMs, timing) => run((db) => recordResult(db, ref, token, result, nowMs, timing)),
+    fanOut: (ref, token, subscribers, nowMs) => run((db) => fanOut(db, ref, token, subscribers, nowMs)),
+    pendingRuns: (ref, nowMs) => run((db) => pendingRuns(db, ref, nowMs)),
     entityVersion: (entity) => run((db) => entityVersion(db, entity)),
 
     takeStranded: (cutoffs, nowMs, limit) => run((db) => takeStranded(db, cutoffs, nowMs, limit)),

@@ -13,7 +13,8 @@
  * Each function opens a client of its own (client.ts): the consumer runs the deliveries of a batch
  * at once, and Hyperdrive pools the connections.
  */
-import type { DeliveryRef } from "../../delivery-ref";
+import { isSubscriberRun, type DeliveryRef, type RunRef } from "../../delivery-ref";
+import { CONTENT_TYPE, RESULT_FENCE } from "./run-sql";
 import { attemptJson, type RunTiming } from "../attempts";
 import { claimFromRow, GAVE_UP, LEASE_LOST, type ClaimRow, type StoreClaim } from "../claims";
 import { isoTime } from "../clock";
@@ -23,23 +24,13 @@ import type { CommitResult, Effect, Takeover } from "../store";
 import { appendAttempt, deferredAttempt, entryAt } from "./attempt-log";
 import { isRaised, isStatementError, pgText, toBytes, toNumber, type Connections, type Queryable } from "./client";
 import { postgresStatement } from "./effects";
+import { claimRun, markRunDone, recordRunResult, runCommittedWith, summarise } from "./subscriber-runs";
 import { ownTransaction } from "./queryable";
 
-/**
- * The stored `content-type` header (headers.ts: [[name, value], …], names lower-cased), read by the
- * claim's own statement (store/d1/lifecycle.ts says why). Null when none was stored.
- */
-const CONTENT_TYPE = `(SELECT header ->> 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(headers) = 'array' THEN headers END) AS header
-                        WHERE header ->> 0 = 'content-type' LIMIT 1) AS content_type`;
 
 /** The newest entry of the attempt history (jsonb, null: none), read by the claim's own statement too. */
 const LAST_ATTEMPT = "attempt_log -> -1 AS last_attempt";
 
-/**
- * Where a run's result may land, for the token `$3`: the delivery is unsettled, and either no claim
- * newer than this one is recorded, or this run is the recorded takeover. Same rule as the trigger.
- */
-const RESULT_FENCE = "status IN ('received', 'processing') AND (coalesce(lease_token, 0) < $3::bigint OR (lease_token = $3::bigint AND status = 'processing'))";
 
 
 /**
@@ -49,7 +40,11 @@ const RESULT_FENCE = "status IN ('received', 'processing') AND (coalesce(lease_t
  * const claimed = await claim(db, { source: "stripe", id: "evt_1" }, token, null, Date.now());
  * if (claimed.kind === "run") await handle(claimed.delivery);
  */
-export async function claim(db: Queryable, ref: DeliveryRef, token: number, takeover: Takeover | null, nowMs: number): Promise<StoreClaim> {
+export async function claim(db: Queryable, ref: RunRef, token: number, takeover: Takeover | null, nowMs: number): Promise<StoreClaim> {
+  if (isSubscriberRun(ref)) {
+    const run = await claimRun(db, ref, token, takeover, nowMs);
+    return claimFromRow(run && { ...run, body: run.body ? toBytes(run.body) : null });
+  }
   const { rows } = takeover
     ? await markTakeover(db, ref, token, takeover.previousToken, takeover.maxAttempts, nowMs)
     : await readClaim(db, ref, token);
@@ -63,7 +58,7 @@ export async function claim(db: Queryable, ref: DeliveryRef, token: number, take
  */
 function readClaim(db: Queryable, ref: DeliveryRef, token: number) {
   return db.query<ClaimRow>(
-    `SELECT status, attempts, error, event_type, received_at, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, body FROM deliveries
+    `SELECT status, attempts, error, event_type, received_at, fanout, headers, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, body FROM deliveries
       WHERE source = $1 AND id = $2 AND status IN ('received', 'processing') AND coalesce(lease_token, 0) < $3::bigint`,
     [ref.source, ref.id, token],
   );
@@ -80,7 +75,8 @@ function readClaim(db: Queryable, ref: DeliveryRef, token: number) {
 function markTakeover(db: Queryable, ref: DeliveryRef, token: number, previousToken: number, maxAttempts: number, nowMs: number) {
   // Null-safe, as SQLite's `IS`: a row without a token is not this claim's.
   const again = "lease_token IS NOT DISTINCT FROM $3::bigint";
-  const vanished = "status = 'processing' AND (lease_token = $6::bigint OR $6::bigint = 0)";
+  // A fanned-out delivery's row is its subscribers' summary: no run of its own to count (subscriber-runs.ts).
+  const vanished = "status = 'processing' AND fanout IS NULL AND (lease_token = $6::bigint OR $6::bigint = 0)";
   const gaveUp = `${vanished} AND attempts + 1 >= $5::integer`;
   // The vanished run's entry, without a start time: the sweeper may have touched updated_at since.
   const vanishedEntry = entryAt(7, "attempts + 1");
@@ -93,7 +89,7 @@ function markTakeover(db: Queryable, ref: DeliveryRef, token: number, previousTo
             lease_token = $3::bigint, updated_at = CASE WHEN status = 'failed' THEN updated_at ELSE $4::text END
       WHERE source = $1 AND id = $2
         AND ((${RESULT_FENCE}) OR (status = 'failed' AND (lease_token = $3::bigint OR lease_token = $6::bigint OR $6::bigint = 0)))
-      RETURNING status, attempts, error, event_type, received_at, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, CASE WHEN status = 'processing' THEN body END AS body`,
+      RETURNING status, attempts, error, event_type, received_at, fanout, headers, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, CASE WHEN status = 'processing' THEN body END AS body`,
     [ref.source, ref.id, token, isoTime(nowMs), maxAttempts, previousToken, attemptJson("vanished", nowMs, undefined, "the worker's lease ran out without a result")],
   );
 }
@@ -118,7 +114,7 @@ class NoRowToMark extends Error {}
  * @example
  * const result = await commitDone(clientPerOperation(env.HYPERDRIVE), ref, token, { handled: true, effects: [sql`INSERT INTO payments …`] }, Date.now());
  */
-export async function commitDone(connections: Connections, ref: DeliveryRef, token: number, done: Done, nowMs: number): Promise<CommitResult> {
+export async function commitDone(connections: Connections, ref: RunRef, token: number, done: Done, nowMs: number): Promise<CommitResult> {
   const statements: { text: string; values: readonly unknown[] }[] = [];
   for (const effect of done.effects) {
     const statement = postgresStatement(effect);
@@ -128,17 +124,20 @@ export async function commitDone(connections: Connections, ref: DeliveryRef, tok
   try {
     await connections.run((db) =>
       ownTransaction(db, async () => {
-        const marked = await markDone(db, ref, token, done.handled, nowMs, done.run);
+        // A subscriber's run has its own row (subscriber-runs.ts), and moves its delivery's summary.
+        const marked = isSubscriberRun(ref) ? await markRunDone(db, ref, token, done.handled, nowMs, done.run) : await markDone(db, ref, token, done.handled, nowMs, done.run);
         if (marked === 0) throw new NoRowToMark(`delivery (${ref.source}, ${ref.id}) is not there to mark done`);
         // One statement each, whatever its text holds (queryable.ts): a second one hidden after a `;` is refused.
         for (const statement of statements) await db.query({ text: statement.text, values: statement.values, queryMode: "extended" });
+        if (isSubscriberRun(ref)) await summarise(db, ref, nowMs);
       }),
     );
     return { kind: "committed" };
   } catch (error) {
     if (error instanceof NoRowToMark) return { kind: "lease_lost" };
     // A commit of ours may have landed although the connection failed before its answer: then it stands.
-    return judgeFailedCommit(error, { isStatementError, isLeaseLost, committed: () => connections.run((db) => committedWith(db, ref, token)) });
+    const committed = () => connections.run((db) => (isSubscriberRun(ref) ? runCommittedWith(db, ref, token) : committedWith(db, ref, token)));
+    return judgeFailedCommit(error, { isStatementError, isLeaseLost, committed });
   }
 }
 
@@ -178,7 +177,8 @@ export function isLeaseLost(error: unknown): boolean {
  * @example
  * await recordResult(db, ref, token, { kind: "retry", error: "HTTP 503 from the backend" }, Date.now(), { startedAtMs });
  */
-export async function recordResult(db: Queryable, ref: DeliveryRef, token: number, result: RunResult, nowMs: number, run?: RunTiming): Promise<number> {
+export async function recordResult(db: Queryable, ref: RunRef, token: number, result: RunResult, nowMs: number, run?: RunTiming): Promise<number> {
+  if (isSubscriberRun(ref)) return recordRunResult(db, ref, token, result, nowMs, run);
   const write = resultWrite(result, nowMs, run, pgText);
   const { rows } = await db.query<{ repeats: unknown }>(
     `UPDATE deliveries
