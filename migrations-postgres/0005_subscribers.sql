@@ -4,6 +4,7 @@
 -- only summarises them.
 
 ALTER TABLE deliveries ADD COLUMN fanout integer;
+ALTER TABLE deliveries ADD COLUMN subscriber text COLLATE "C";
 
 CREATE TABLE subscriber_runs (
   source       text COLLATE "C" NOT NULL,

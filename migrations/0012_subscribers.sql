@@ -7,6 +7,8 @@
 
 -- How many subscribers the delivery was fanned out to; NULL: it has one (or none), and this row is its progress.
 ALTER TABLE deliveries ADD COLUMN fanout INTEGER;
+-- The subscriber whose progress this row is, when it has one (written with its result: no row more).
+ALTER TABLE deliveries ADD COLUMN subscriber TEXT;
 
 -- One subscriber's progress on one delivery: the lifecycle columns of `deliveries`, with the same
 -- meaning and the same fence (store/d1/lifecycle.ts says why each is as it is). The body, headers

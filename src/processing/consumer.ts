@@ -40,7 +40,7 @@ import { describeError, InfrastructureError } from "../handler-api/errors";
 import { BatchGate } from "./batch-gate";
 import { BatchTimeUpError, holdLease, LeaseLapsedError, LeaseLostError, withDeadline, type HeldLease } from "./keep-lease";
 import { leaseFor, type DeliveryLease, type LeaseClaim } from "./lease";
-import { isDeliveryRef, runMessage, type RunRef } from "./messages";
+import { isDeliveryRef, isSubscriberRun, runMessage, type RunRef } from "./messages";
 import { chooseRun, queueRuns, scheduleOf } from "./subscribers";
 
 export type { Outcome } from "./attempt";
@@ -206,8 +206,9 @@ async function processClaimed(
     return { action: "ack", reason: "fanned" };
   }
 
-  // The attempt history records when each run started and how long it took (store/d1/attempt-log.ts).
-  const run = { startedAtMs: Date.now() };
+  // The attempt history records when each run started and how long it took (store/d1/attempt-log.ts);
+  // a delivery one subscriber took records whose run it was on its own row.
+  const run = { startedAtMs: Date.now(), subscriber: choice.kind === "run" && !isSubscriberRun(ref) ? choice.subscriber : null };
   if (choice.kind === "unknown_subscriber") {
     // Configured when the delivery fanned out, gone since: failed, to be replayed once it is back.
     const error = new PermanentError(`subscriber "${choice.subscriber}" is no longer configured for source ${ref.source}`);

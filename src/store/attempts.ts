@@ -30,6 +30,12 @@ export interface AttemptEntry {
 /** When a run started, as the consumer saw it: with the time of its result, the entry's `at` and `ms`. */
 export interface RunTiming {
   readonly startedAtMs: number;
+  /**
+   * Whose run it was, for a delivery one subscriber took (its row is that subscriber's progress):
+   * stored with the result, so that listings, counts and replays can be read per subscriber. A
+   * fanned-out delivery's runs are each in their subscriber's own row.
+   */
+  readonly subscriber?: string | null;
 }
 
 /**

@@ -4,7 +4,7 @@
  * stores read them from (`toSummary`). Shared by the D1 store (d1/) and the Postgres store
  * (postgres/), and by the callers through index.ts.
  */
-import type { AttemptEntry } from "./attempts";
+import { attemptLogFromColumn, type AttemptEntry } from "./attempts";
 import type { StoredHeaders } from "./headers";
 
 export const DELIVERY_STATUSES = ["received", "processing", "done", "failed"] as const;
@@ -40,6 +40,20 @@ export interface DeliverySummary {
   /** Copies answered "duplicate" after this one was stored (a provider's retries), and when the last came. */
   readonly duplicates: number;
   readonly lastDuplicateAt: string | null;
+  /** Whose progress the row is, when one subscriber took it; null for none, or for a fanned-out delivery. */
+  readonly subscriber: string | null;
+  /** How many subscribers it was fanned out to (each run is in `runs` of its detail); null: one or none. */
+  readonly fanout: number | null;
+}
+
+/** One subscriber's run of a fanned-out delivery: its own progress. */
+export interface SubscriberRun {
+  readonly subscriber: string;
+  readonly status: DeliveryStatus;
+  readonly attempts: number;
+  readonly error: string | null;
+  readonly updatedAt: string;
+  readonly attemptLog: readonly AttemptEntry[];
 }
 
 /** A summary plus the raw body bytes (null once retention pruned them), its request headers and its attempt history. */
@@ -49,6 +63,8 @@ export interface DeliveryDetail extends DeliverySummary {
   readonly headers: StoredHeaders | null;
   /** Each run and replay, oldest first (store/attempts.ts). */
   readonly attemptLog: readonly AttemptEntry[];
+  /** A fanned-out delivery's runs, by subscriber name; empty otherwise. */
+  readonly runs: readonly SubscriberRun[];
 }
 
 export interface DeliveryRow {
@@ -64,9 +80,11 @@ export interface DeliveryRow {
   updated_at: string;
   duplicates: number;
   last_duplicate_at: string | null;
+  subscriber: string | null;
+  fanout: number | null;
 }
 
-export const SUMMARY_COLUMNS = "source, id, event_type, status, attempts, error, handled, received_at, updated_at, duplicates, last_duplicate_at";
+export const SUMMARY_COLUMNS = "source, id, event_type, status, attempts, error, handled, received_at, updated_at, duplicates, last_duplicate_at, subscriber, fanout";
 
 /** One delivery as listed, from a row of SUMMARY_COLUMNS (either store's). */
 export function toSummary(row: DeliveryRow): DeliverySummary {
@@ -82,5 +100,22 @@ export function toSummary(row: DeliveryRow): DeliverySummary {
     updatedAt: row.updated_at,
     duplicates: Number(row.duplicates),
     lastDuplicateAt: row.last_duplicate_at,
+    subscriber: row.subscriber ?? null,
+    fanout: row.fanout === null || row.fanout === undefined ? null : Number(row.fanout),
+  };
+}
+
+/** The columns of a subscriber's run a delivery's detail shows (`toRun`). */
+export const RUN_COLUMNS = "subscriber, status, attempts, error, updated_at, attempt_log";
+
+/** A run's row of RUN_COLUMNS (its history as JSON text) as the detail shows it. */
+export function toRun(row: { subscriber: string; status: DeliveryStatus; attempts: number; error: string | null; updated_at: string; attempt_log: string | null }): SubscriberRun {
+  return {
+    subscriber: row.subscriber,
+    status: row.status,
+    attempts: Number(row.attempts),
+    error: row.error,
+    updatedAt: row.updated_at,
+    attemptLog: attemptLogFromColumn(row.attempt_log),
   };
 }

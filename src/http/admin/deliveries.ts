@@ -41,7 +41,8 @@ export const deliveryRoutes = adminRouter()
     const delivery = await openStore(c.env).get(ref);
     if (!delivery) throw new ApiError(404, "not_found", `no delivery ${ref.source}/${ref.id}`);
     const headers = delivery.headers?.map(([name, value]): [string, string] => [name, value]) ?? null;
-    return c.json({ ...delivery, body: describeBody(delivery.body), headers, attemptLog: [...delivery.attemptLog] }, 200);
+    const runs = delivery.runs.map((run) => ({ ...run, attemptLog: [...run.attemptLog] }));
+    return c.json({ ...delivery, body: describeBody(delivery.body), headers, attemptLog: [...delivery.attemptLog], runs }, 200);
   });
 
 /** The body as bytes count, base64 always, and text when it is valid UTF-8 (kept byte for byte, BOM included). */

@@ -80,6 +80,12 @@ export const DeliverySummarySchema = z
     updatedAt: z.string(),
     duplicates: z.number().int().openapi({ description: 'copies answered "duplicate" after this delivery was stored (a provider\'s retries)' }),
     lastDuplicateAt: z.string().nullable().openapi({ description: "when the last duplicate came; null when none did" }),
+    subscriber: z.string().nullable().openapi({ description: "the subscriber whose progress this is, when one subscriber took the delivery; null for none, or when it was fanned out" }),
+    fanout: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: "how many subscribers it was fanned out to, each with its own progress (`runs`); its status then summarises theirs" }),
   })
   .openapi("DeliverySummary");
 
@@ -89,6 +95,19 @@ export const DeliveryListSchema = z
     nextCursor: z.string().nullable().openapi({ description: "pass as `cursor` for the next page; null on the last page" }),
   })
   .openapi("DeliveryList");
+
+const AttemptEntrySchema = z.object({
+  attempt: z.number().int().nullable().openapi({ description: "the run's number; null for a replay or a run cut short by the consumer" }),
+  at: z.string().nullable().openapi({ description: "when the run started (or the replay happened)" }),
+  ms: z.number().int().nullable().openapi({ description: "how long the run took" }),
+  outcome: z.enum(["done", "unhandled", "retry", "failed", "vanished", "deferred", "replayed"]),
+  error: z.string().nullable(),
+  count: z
+    .number()
+    .int()
+    .optional()
+    .openapi({ description: "on a deferral repeated in a row with the same error: how many times (at and ms are the latest's)" }),
+});
 
 export const DeliveryDetailSchema = DeliverySummarySchema.extend({
   body: z
@@ -106,21 +125,20 @@ export const DeliveryDetailSchema = DeliverySummarySchema.extend({
       description: "the request headers as received, [name, value] in order, names in lower case; credential headers are never stored; null when cleared with the body",
     }),
   attemptLog: z
+    .array(AttemptEntrySchema)
+    .openapi({ description: "each run and replay, oldest first (the last 50); deferrals in a row with the same error share one entry" }),
+  runs: z
     .array(
       z.object({
-        attempt: z.number().int().nullable().openapi({ description: "the run's number; null for a replay or a run cut short by the consumer" }),
-        at: z.string().nullable().openapi({ description: "when the run started (or the replay happened)" }),
-        ms: z.number().int().nullable().openapi({ description: "how long the run took" }),
-        outcome: z.enum(["done", "unhandled", "retry", "failed", "vanished", "deferred", "replayed"]),
+        subscriber: z.string(),
+        status: StatusSchema,
+        attempts: z.number().int(),
         error: z.string().nullable(),
-        count: z
-          .number()
-          .int()
-          .optional()
-          .openapi({ description: "on a deferral repeated in a row with the same error: how many times (at and ms are the latest's)" }),
+        updatedAt: z.string(),
+        attemptLog: z.array(AttemptEntrySchema),
       }),
     )
-    .openapi({ description: "each run and replay, oldest first (the last 50); deferrals in a row with the same error share one entry" }),
+    .openapi({ description: "a fanned-out delivery's subscribers, each with its own progress; empty when one subscriber (or none) took it" }),
 }).openapi("DeliveryDetail");
 
 export const ListQuerySchema = z.object({

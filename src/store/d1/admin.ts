@@ -7,7 +7,7 @@
 import type { DeliveryRef } from "../../delivery-ref";
 import { attemptLogFromColumn } from "../attempts";
 import { bodyColumns, bodyFromRow } from "./columns";
-import { SUMMARY_COLUMNS, toSummary, zeroCounts, type DeliveryDetail, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "../deliveries";
+import { RUN_COLUMNS, SUMMARY_COLUMNS, toRun, toSummary, zeroCounts, type DeliveryDetail, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "../deliveries";
 import { headersFromColumn } from "../headers";
 
 /**
@@ -39,10 +39,17 @@ export async function deliveryStats(db: D1Database, nowMs: number): Promise<Deli
 
 /** One delivery with its body, headers and attempt history, or null when there is none with that source and id. */
 export async function getDelivery(db: D1Database, ref: DeliveryRef): Promise<DeliveryDetail | null> {
-  const row = await db
-    .prepare(`SELECT ${SUMMARY_COLUMNS}, headers, attempt_log, ${bodyColumns()} FROM deliveries WHERE source = ?1 AND id = ?2`)
-    .bind(ref.source, ref.id)
-    .first<DeliveryRow & { headers: string | null; attempt_log: string | null } & Record<string, unknown>>();
+  const [delivery, runs] = await db.batch<Record<string, unknown>>([
+    db.prepare(`SELECT ${SUMMARY_COLUMNS}, headers, attempt_log, ${bodyColumns()} FROM deliveries WHERE source = ?1 AND id = ?2`).bind(ref.source, ref.id),
+    db.prepare(`SELECT ${RUN_COLUMNS} FROM subscriber_runs WHERE source = ?1 AND id = ?2 ORDER BY subscriber`).bind(ref.source, ref.id),
+  ]);
+  const row = delivery!.results[0] as (DeliveryRow & { headers: string | null; attempt_log: string | null } & Record<string, unknown>) | undefined;
   if (!row) return null;
-  return { ...toSummary(row), body: bodyFromRow(row), headers: headersFromColumn(row.headers), attemptLog: attemptLogFromColumn(row.attempt_log) };
+  return {
+    ...toSummary(row),
+    body: bodyFromRow(row),
+    headers: headersFromColumn(row.headers),
+    attemptLog: attemptLogFromColumn(row.attempt_log),
+    runs: (runs!.results as unknown as Parameters<typeof toRun>[0][]).map(toRun),
+  };
 }

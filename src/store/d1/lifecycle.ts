@@ -105,10 +105,10 @@ export function markDone(db: D1Database, ref: DeliveryRef, token: number, handle
     .prepare(
       `UPDATE deliveries
           SET status = 'done', commit_token = ?3, lease_token = ?3, attempts = attempts + 1, handled = ?4, error = NULL, updated_at = ?5,
-              attempt_log = ${appendAttempt(entryAt(6, "attempts + 1"))}
+              attempt_log = ${appendAttempt(entryAt(6, "attempts + 1"))}, subscriber = coalesce(?7, subscriber)
         WHERE source = ?1 AND id = ?2`,
     )
-    .bind(ref.source, ref.id, token, handled ? 1 : 0, isoTime(nowMs), attemptJson(handled ? "done" : "unhandled", nowMs, run));
+    .bind(ref.source, ref.id, token, handled ? 1 : 0, isoTime(nowMs), attemptJson(handled ? "done" : "unhandled", nowMs, run), run?.subscriber ?? null);
 }
 
 /**
@@ -157,11 +157,12 @@ export async function recordResult(db: D1Database, ref: DeliveryRef, token: numb
     .prepare(
       `UPDATE deliveries
           SET status = ?4, error = coalesce(?5, error), attempts = attempts + ?6, lease_token = ?3, updated_at = ?7,
-              attempt_log = CASE WHEN ?6 = 1 THEN ${appendAttempt(entryAt(8, "attempts + 1"))} ELSE ${deferredAttempt(8)} END
+              attempt_log = CASE WHEN ?6 = 1 THEN ${appendAttempt(entryAt(8, "attempts + 1"))} ELSE ${deferredAttempt(8)} END,
+              subscriber = coalesce(?9, subscriber)
         WHERE source = ?1 AND id = ?2 AND ${RESULT_FENCE}
         RETURNING coalesce(json_extract(attempt_log, '$[#-1].count'), 1) AS repeats`,
     )
-    .bind(ref.source, ref.id, token, write.status, write.error, write.counted, isoTime(nowMs), write.entry)
+    .bind(ref.source, ref.id, token, write.status, write.error, write.counted, isoTime(nowMs), write.entry, run?.subscriber ?? null)
     .first<{ repeats: number }>();
   return row?.repeats ?? 0;
 }

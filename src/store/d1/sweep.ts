@@ -19,9 +19,11 @@ export async function takeStranded(db: D1Database, cutoffs: StrandedCutoffs, now
         WHERE (source, id) IN (
           SELECT source, id FROM deliveries
            WHERE status IN ('received', 'processing')
-             AND ((status = 'received' AND attempts = 0 AND updated_at < ?2)
-               OR (status = 'received' AND attempts > 0 AND updated_at < ?3)
-               OR (status = 'processing' AND updated_at < ?4))
+             AND ((fanout IS NULL AND status = 'received' AND attempts = 0 AND updated_at < ?2)
+               OR (fanout IS NULL AND status = 'received' AND attempts > 0 AND updated_at < ?3)
+               OR (fanout IS NULL AND status = 'processing' AND updated_at < ?4)
+               -- A fanned-out delivery waits on its runs, the longest as long as a retry: its updates move it.
+               OR (fanout IS NOT NULL AND updated_at < ?3))
            ORDER BY updated_at
            LIMIT ?5)
         RETURNING source, id`,

@@ -9,7 +9,7 @@
  * (D1 needs hex chunks, store/d1/columns.ts).
  */
 import type { DeliveryRef } from "../../delivery-ref";
-import { SUMMARY_COLUMNS, toSummary, zeroCounts, type DeliveryDetail, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "../deliveries";
+import { SUMMARY_COLUMNS, toRun, toSummary, zeroCounts, type DeliveryDetail, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "../deliveries";
 import { attemptLogFromColumn } from "../attempts";
 import { headersFromColumn } from "../headers";
 import { toBytes, toNumber } from "./client";
@@ -58,10 +58,15 @@ export async function getDelivery(q: Queryable, ref: DeliveryRef): Promise<Deliv
   );
   const row = rows[0];
   if (!row) return null;
+  const runs = row.fanout === null ? { rows: [] } : await q.query<Parameters<typeof toRun>[0]>(
+    `SELECT subscriber, status, attempts, error, updated_at, attempt_log::text AS attempt_log FROM subscriber_runs WHERE source = $1 AND id = $2 ORDER BY subscriber`,
+    [ref.source, ref.id],
+  );
   return {
     ...toSummary(row),
     body: row.body === null ? null : toBytes(row.body),
     headers: headersFromColumn(row.headers),
     attemptLog: attemptLogFromColumn(row.attempt_log),
+    runs: runs.rows.map(toRun),
   };
 }

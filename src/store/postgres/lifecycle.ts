@@ -146,9 +146,9 @@ async function markDone(db: Queryable, ref: DeliveryRef, token: number, handled:
   const result = await db.query(
     `UPDATE deliveries
         SET status = 'done', commit_token = $3::bigint, lease_token = $3::bigint, attempts = attempts + 1, handled = $4::boolean, error = NULL,
-            updated_at = $5::text, attempt_log = ${appendAttempt(entryAt(6, "attempts + 1"))}
+            updated_at = $5::text, attempt_log = ${appendAttempt(entryAt(6, "attempts + 1"))}, subscriber = coalesce($7::text, subscriber)
       WHERE source = $1 AND id = $2`,
-    [ref.source, ref.id, token, handled, isoTime(nowMs), attemptJson(handled ? "done" : "unhandled", nowMs, run)],
+    [ref.source, ref.id, token, handled, isoTime(nowMs), attemptJson(handled ? "done" : "unhandled", nowMs, run), run?.subscriber ?? null],
   );
   return result.rowCount ?? 0;
 }
@@ -183,10 +183,11 @@ export async function recordResult(db: Queryable, ref: RunRef, token: number, re
   const { rows } = await db.query<{ repeats: unknown }>(
     `UPDATE deliveries
         SET status = $4::text, error = coalesce($5::text, error), attempts = attempts + $6::integer, lease_token = $3::bigint, updated_at = $7::text,
-            attempt_log = CASE WHEN $6::integer = 1 THEN ${appendAttempt(entryAt(8, "attempts + 1"))} ELSE ${deferredAttempt(8)} END
+            attempt_log = CASE WHEN $6::integer = 1 THEN ${appendAttempt(entryAt(8, "attempts + 1"))} ELSE ${deferredAttempt(8)} END,
+            subscriber = coalesce($9::text, subscriber)
       WHERE source = $1 AND id = $2 AND ${RESULT_FENCE}
       RETURNING coalesce((attempt_log -> -1 ->> 'count')::bigint, 1) AS repeats`,
-    [ref.source, ref.id, token, write.status, write.error, write.counted, isoTime(nowMs), write.entry],
+    [ref.source, ref.id, token, write.status, write.error, write.counted, isoTime(nowMs), write.entry, run?.subscriber ?? null],
   );
   return rows[0] ? toNumber(rows[0].repeats) : 0;
 }
