@@ -39,6 +39,7 @@ export const BOTH_STORES: readonly string[] = [
   "test/processing/sweeper.test.ts",
   "test/providers/catalogue/batches.test.ts",
   "test/providers/catalogue/certificates.test.ts",
+  "test/providers/catalogue/discord.test.ts",
   "test/providers/catalogue/handshakes.test.ts",
   "test/providers/catalogue/hmac.test.ts",
   "test/providers/catalogue/keys.test.ts",

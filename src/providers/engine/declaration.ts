@@ -5,7 +5,7 @@
  *
  * A newcomer adds a provider by copying a declaration from src/providers/catalogue/ and its test.
  */
-import type { HandshakeReply, SecurityGrade, SignedRequest, VerifyContext } from "../types";
+import type { AcceptReply, HandshakeReply, SecurityGrade, SignedRequest, VerifyContext } from "../types";
 
 /** Where a value comes from. `header` may name several spellings, the first present wins. */
 export type ValueSpec =
@@ -165,7 +165,8 @@ export interface ProviderDeclaration {
   readonly scheme: Scheme;
   /** The delivery id; for a batch, each event's (`batch.deliveryId`) instead. */
   readonly deliveryId?: IdSpec;
-  readonly eventType?: ValueSpec;
+  /** A value, or read off the parsed body where one field cannot say it (Discord: an event's type, or the interaction's kind). */
+  readonly eventType?: ValueSpec | ((parsed: unknown) => string | null);
   /** The dedup key in words (for the docs table): `body id`, `X-Request-UUID + content digest`, … */
   readonly dedupKey: string;
   /** Handshakes answered before verification, for requests that carry no signature (Meta's GET, Graph's validationToken). */
@@ -178,8 +179,11 @@ export interface ProviderDeclaration {
   readonly methods?: readonly string[];
   /** Headers carrying a credential, never stored (the token of a shared-secret scheme is added by itself). */
   readonly credentialHeaders?: readonly string[];
-  /** The fixed answer to every accepted delivery (Adyen `[accepted]`). */
-  readonly acceptReply?: { readonly status: number; readonly contentType?: string; readonly body: string };
+  /**
+   * The answer to every accepted delivery: fixed (Adyen `[accepted]`), or read off the verified
+   * request (Discord answers an interaction with a deferred response, a webhook event with 204).
+   */
+  readonly acceptReply?: AcceptReply | ((input: HandshakeInput) => AcceptReply);
   /**
    * What the grade cannot read off a template given as a function (SNS's canonical fields cover
    * its `MessageId`): set here, and said why in the declaration.
