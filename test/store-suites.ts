@@ -40,6 +40,7 @@ export const BOTH_STORES: readonly string[] = [
   "test/providers/catalogue/batches.test.ts",
   "test/providers/catalogue/certificates.test.ts",
   "test/providers/catalogue/discord.test.ts",
+  "test/providers/catalogue/docusign.test.ts",
   "test/providers/catalogue/handshakes.test.ts",
   "test/providers/catalogue/hmac.test.ts",
   "test/providers/catalogue/keys.test.ts",

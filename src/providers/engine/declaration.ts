@@ -25,9 +25,18 @@ export type ValueSpec =
  */
 export type SignedContent = string | ((request: SignedRequest, parsed: unknown) => string | null);
 
+/**
+ * Numbered headers, one signature each: `<prefix>1`, `<prefix>2`, … up to `<prefix><max>` (DocuSign
+ * sends `X-DocuSign-Signature-1..N`, one per HMAC key of the account, during a rotation several).
+ */
+export interface NumberedHeaders {
+  readonly numberedHeaders: string;
+  readonly max: number;
+}
+
 /** How a signature value is laid out in its field. */
 export interface SignatureSpec {
-  readonly from: ValueSpec;
+  readonly from: ValueSpec | NumberedHeaders;
   /** Text before the value (`sha256=`, `v0=`); entries without it are ignored. */
   readonly prefix?: string;
   /** Splits several values (a rotation): `" "`, `","`. */
