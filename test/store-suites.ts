@@ -44,6 +44,7 @@ export const BOTH_STORES: readonly string[] = [
   "test/providers/catalogue/handshakes.test.ts",
   "test/providers/catalogue/hmac.test.ts",
   "test/providers/catalogue/keys.test.ts",
+  "test/providers/catalogue/plaid.test.ts",
   "test/providers/github.test.ts",
   "test/providers/gitlab.test.ts",
   "test/providers/shopify.test.ts",

@@ -96,13 +96,35 @@ export interface X509Scheme {
   readonly secretMatches?: ValueSpec;
 }
 
-/** A JSON Web Token: from a JWKS (allow-listed URL) or a shared key, its issuer, audience and body-hash claim. */
+/**
+ * A verification key asked of the provider's API by its `kid` (Plaid's `/webhook_verification_key/get`),
+ * authenticated with the source's secret: a POST to an allow-listed host, bounded by a timeout,
+ * the key cached by `kid` (schemes/key-api.ts).
+ */
+export interface KeyApi {
+  /** The endpoint, from the source's settings (Plaid: production or sandbox); null when a setting is wrong. */
+  readonly url: (context: VerifyContext) => string | null;
+  /** A setting that replaces the URL (tests: a local server, which passes only as a loopback test host). */
+  readonly urlSetting?: string;
+  readonly allowedHosts: readonly RegExp[];
+  /** The JSON body that asks for `kid` with `secret` (and settings such as a client id); null when a setting is missing. */
+  readonly request: (kid: string, secret: string, context: VerifyContext) => Record<string, unknown> | null;
+  /** Where the JWK is in the answer (`key`). */
+  readonly keyPath: string;
+  /** A field of the JWK that, when set, says the key expired and must not verify anything (Plaid's `expired_at`). */
+  readonly expiredField?: string;
+}
+
+/** A JSON Web Token: from a JWKS (allow-listed URL), a key API, or a shared key; its issuer, audience and body-hash claim. */
 export interface JwtScheme {
   readonly kind: "jwt";
   readonly token: ValueSpec;
   /** Text before the token (`Bearer `). */
   readonly prefix?: string;
-  readonly keys: { readonly shared: true } | { readonly jwksUrl: string; readonly jwksSetting?: string; readonly allowedHosts: readonly RegExp[] };
+  readonly keys:
+    | { readonly shared: true }
+    | { readonly jwksUrl: string; readonly jwksSetting?: string; readonly allowedHosts: readonly RegExp[] }
+    | { readonly keyApi: KeyApi };
   readonly algorithms: readonly string[];
   readonly issuer?: string | readonly string[];
   /** The audience: the source's secret (`"secret"`) or a setting's name. */
