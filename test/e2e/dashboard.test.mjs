@@ -138,6 +138,18 @@ describe("the dashboard in Chromium", { timeout: 300_000 }, () => {
     await inspect("overview");
   });
 
+  it("leads from a source's grade on the overview to its row on the Sources page, which explains it", async () => {
+    await page.getByRole("link", { name: "security grade of stripe" }).click();
+    await page.waitForURL(/\/ui\/sources#source-stripe$/);
+    assert.equal(await page.getByRole("heading", { level: 1 }).textContent(), "Sources");
+    const stripe = page.locator("tr#source-stripe");
+    // provider, grade, body / timestamp / id signed, secret in clear, what it means, dedup key
+    const cells = await stripe.locator("td").allTextContents();
+    assert.deepEqual(cells.slice(0, 6), ["stripe", "strong", "yes", "yes", "yes", "no"]);
+    assert.match(await page.locator("main > p").first().textContent(), /docs\/providers\.md/);
+    await inspect("sources");
+  });
+
   it("filters the list to failed deliveries with the form, as a deep link", async () => {
     await page.getByRole("link", { name: "Deliveries", exact: true }).click();
     await page.waitForURL(/\/ui\/deliveries$/);
