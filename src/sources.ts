@@ -19,7 +19,7 @@ import { calendly, docusign, hubspot, mux, typeform } from "./providers/catalogu
 import { dropbox, eventgrid, graph, pubsub, sns } from "./providers/catalogue/cloud";
 import { bitbucket, circleci, gitea, jira, linear, netlify, pagerduty, sentry, vercel } from "./providers/catalogue/developer";
 import { discord, intercom, mailgun, meta, postmark, sendgrid, telnyx, twitch, zoom } from "./providers/catalogue/messaging";
-import { adyen, coinbase, lemonsqueezy, mollie, paddle, paypal, square } from "./providers/catalogue/payments";
+import { adyen, coinbase, lemonsqueezy, mollie, paddle, paypal, plaid, square } from "./providers/catalogue/payments";
 // import { hmac } from "./providers/hmac";
 // import { defineProvider } from "./providers/engine/define";
 
@@ -67,6 +67,7 @@ export const SOURCES: Readonly<Record<string, Provider>> = {
   gitea: gitea(),
   telnyx: telnyx(),
   mux: mux(),
+  plaid: plaid(),
   // A custom source (secret in ACME_WEBHOOK_SECRET): `X-Acme-Signature: sha256=<hex>` over
   // `{timestamp}.{body}`, with the delivery id in the body's `event.id` (docs/providers.md, "Custom sources").
   // acme: hmac({

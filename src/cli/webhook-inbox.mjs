@@ -3,6 +3,7 @@
  * webhook-inbox: operate an inbox from a shell, through its admin API (HTTP only).
  *
  *   webhook-inbox status
+ *   webhook-inbox sources [--all]
  *   webhook-inbox list [--status failed] [--source stripe] [--type T] [--since T] [--until T] [--limit 50] [--cursor c]
  *   webhook-inbox show <source> <id>
  *   webhook-inbox replay <source> <id> [--force]
@@ -14,17 +15,17 @@
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createAdminClient, InboxError } from "./lib/admin-client.mjs";
-import { bodyText, duration, table } from "./lib/format.mjs";
+import { bodyText, table } from "./lib/format.mjs";
 import { resolveInbox } from "./lib/local-inbox.mjs";
 import { sendDelivery } from "./lib/send.mjs";
+import { sources } from "./lib/sources.mjs";
+import { status, STATUSES } from "./lib/status.mjs";
 import { HELP } from "./lib/help.mjs";
 
 /** The project root: where `.dev.vars` and `npm run dev`'s URL record are. */
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const STATUSES = ["received", "processing", "done", "failed"];
 /** Per call of the bulk replay endpoint (the API's default; its maximum is 500). */
 const BULK_REPLAY_BATCH = 100;
-
 
 const OPTIONS = /** @type {const} */ ({
   url: { type: "string" },
@@ -44,6 +45,7 @@ const OPTIONS = /** @type {const} */ ({
   id: { type: "string" },
   event: { type: "string" },
   provider: { type: "string" },
+  all: { type: "boolean" },
 });
 
 /** @param {string} message */
@@ -96,6 +98,10 @@ export async function main(argv, io = {}) {
       case "status":
         expectArguments(rest, 0, "status");
         await status(client, print, out);
+        break;
+      case "sources":
+        expectArguments(rest, 0, "sources [--all]");
+        await sources(client, print, out, { all: Boolean(values.all) });
         break;
       case "list":
         expectArguments(rest, 0, "list [--status S] [--source S] [--limit N]");
@@ -153,20 +159,6 @@ function deliveryPath(source, id) {
  * @typedef {((json: unknown) => void) | null} Printer
  * @typedef {(line: string) => void} Out
  */
-
-/** @param {AdminClient} client @param {Printer} print @param {Out} out */
-async function status(client, print, out) {
-  const stats = await client.get("/stats");
-  if (print) return print(stats);
-  out(table(["STATUS", "COUNT"], STATUSES.map((name) => [name, name === "done" && stats.unhandled > 0 ? `${stats.counts[name]} (${stats.unhandled} unhandled)` : stats.counts[name]])));
-  out("");
-  out(`oldest waiting: ${duration(stats.oldestWaitingSeconds)}`);
-  const sources = Object.entries(stats.bySource).sort(([a], [b]) => a.localeCompare(b));
-  if (sources.length > 0) {
-    out("");
-    out(table(["SOURCE", ...STATUSES.map((name) => name.toUpperCase())], sources.map(([source, counts]) => [source, ...STATUSES.map((name) => counts[name])])));
-  }
-}
 
 /**
  * @param {AdminClient} client

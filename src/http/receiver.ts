@@ -120,7 +120,7 @@ receiver.all("/webhooks/:source", async (c) => {
     if (outcome === "stored") enqueueSoon(c.env, c.executionCtx, { source: sourceName, id: ids[index]! });
   });
   c.executionCtx.waitUntil(ensureSweepHeartbeat(c.env));
-  const accept = provider.acceptReply;
+  const accept = verification.acceptReply ?? provider.acceptReply;
   if (accept) return new Response(accept.status === 204 ? null : accept.body, { status: accept.status, headers: { "Content-Type": accept.contentType ?? "text/plain" } });
   if (verification.events) {
     const status = outcomes.includes("stored") ? "stored" : outcomes.includes("replayed") ? "replayed" : "duplicate";

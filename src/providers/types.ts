@@ -14,6 +14,9 @@
 
 import { concat, sha256 } from "./crypto";
 
+/** A fixed answer to an accepted delivery: status, content type, body (Adyen's `[accepted]`, Discord's 204). */
+export type AcceptReply = Omit<HandshakeReply, "name" | "followUp">;
+
 /** What a provider sees of an incoming request. */
 export interface SignedRequest {
   /** The public URL the provider called (Twilio signs it). */
@@ -56,6 +59,12 @@ export type Verification =
       readonly events?: readonly BatchEvent[];
       /** Which configured secret verified it: 0 the current one, 1 the previous one (a rotation). */
       readonly matchedSecret?: number;
+      /**
+       * The answer to this delivery once stored (or a duplicate), when it depends on the request
+       * (Discord: a deferred interaction response for a command, a 204 for a webhook event);
+       * otherwise the provider's fixed `acceptReply`, else the JSON status.
+       */
+      readonly acceptReply?: AcceptReply;
     }
   | { readonly ok: false; readonly reason: string };
 
@@ -125,7 +134,7 @@ export interface Provider {
   /** What the dedup key is, in words, for the docs and the dashboard. */
   readonly dedupKey?: string;
   /** The answer to a stored or duplicate delivery when the provider needs a fixed one (Adyen's `[accepted]`). */
-  readonly acceptReply?: Omit<HandshakeReply, "name" | "followUp">;
+  readonly acceptReply?: AcceptReply;
   /**
    * Verifies `request` against every secret (any one may match: rotation) at `nowSeconds`.
    * Never throws for bad input: a malformed header is `{ ok: false }`.

@@ -47,6 +47,17 @@ const STATS = {
   bySource: { stripe: { received: 2, processing: 1, done: 30, failed: 3 }, github: { received: 0, processing: 0, done: 10, failed: 0 } },
 };
 
+/** GET /admin/sources as the inbox answers it (the grades as the catalogue gives them). */
+const SOURCES_ANSWER = {
+  sources: [
+    { source: "stripe", provider: "stripe", grade: { bodySigned: true, timestampSigned: true, deliveryIdSigned: true, secretInClear: false }, dedupKey: "body `id`", configured: true, messages: [], rotation: { inProgress: false, previousLastMatchedAt: null } },
+    { source: "github", provider: "github", grade: { bodySigned: true, timestampSigned: false, deliveryIdSigned: false, secretInClear: false }, dedupKey: "X-GitHub-Delivery", configured: true, messages: [], rotation: { inProgress: false, previousLastMatchedAt: null } },
+    { source: "gitlab", provider: "gitlab", grade: { bodySigned: false, timestampSigned: false, deliveryIdSigned: false, secretInClear: true }, dedupKey: "Idempotency-Key", configured: true, messages: [], rotation: { inProgress: false, previousLastMatchedAt: null } },
+    { source: "adyen", provider: "adyen", grade: { bodySigned: "partly", timestampSigned: false, deliveryIdSigned: true, secretInClear: false }, dedupKey: "eventCode, pspReference", configured: true, messages: [], rotation: { inProgress: false, previousLastMatchedAt: null } },
+    { source: "paypal", provider: "paypal", grade: { bodySigned: true, timestampSigned: true, deliveryIdSigned: true, secretInClear: false }, dedupKey: "body `id`", configured: false, messages: [], rotation: { inProgress: false, previousLastMatchedAt: null } },
+  ],
+};
+
 describe("webhook-inbox (against a stub API)", () => {
   it("sends the token as a bearer to <url>/admin/stats and prints the counts as tables", async () => {
     answer = [200, JSON.stringify(STATS)];
@@ -250,6 +261,49 @@ describe("webhook-inbox (against a stub API)", () => {
     assert.equal(result.error, null);
     assert.equal(result.stdout.split("\n")[0], "FIELD       VALUE");
     assert.doesNotMatch(result.stderr, /EPIPE|Error|throw/, result.stderr);
+  });
+
+  it("lists the sources with a secret set, each with its security grade, its gaps and what the grades mean", async () => {
+    answer = [200, JSON.stringify(SOURCES_ANSWER)];
+    const result = await run(["sources"]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(requests.at(-1)?.url, "/admin/sources");
+    assert.match(result.stdout, /^SOURCE\s+PROVIDER\s+GRADE\s+GAPS\s+SECRET\s+DEDUP KEY$/m);
+    assert.match(result.stdout, /^stripe\s+stripe\s+strong\s+-\s+set\s+body `id`$/m);
+    assert.match(result.stdout, /^github\s+github\s+fair\s+no timestamp, id unsigned\s+set\s+X-GitHub-Delivery$/m);
+    assert.match(result.stdout, /^gitlab\s+gitlab\s+weak\s+body unsigned, no timestamp, id unsigned, secret in clear\s+set\s+Idempotency-Key$/m);
+    assert.match(result.stdout, /^adyen\s+adyen\s+fair\s+body partly signed, no timestamp\s+set/m);
+    // Not configured here: left out, and counted.
+    assert.doesNotMatch(result.stdout, /^paypal/m);
+    assert.match(result.stdout, /^1 more in the catalogue without a secret set \(--all lists them\)$/m);
+    // What the grades mean, and where it is explained at length.
+    assert.match(result.stdout, /^  weak {4}the body is not signed or the secret travels with every request/m);
+    assert.match(result.stdout, /docs\/providers\.md, "Security grade"/);
+  });
+
+  it("lists the whole catalogue with --all, the unconfigured ones marked", async () => {
+    answer = [200, JSON.stringify(SOURCES_ANSWER)];
+    const result = await run(["sources", "--all"]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /^paypal\s+paypal\s+strong\s+-\s+not set\s+body `id`$/m);
+    assert.doesNotMatch(result.stdout, /more in the catalogue/);
+  });
+
+  it("prints a source's name from the inbox with its control characters replaced, never a terminal escape", async () => {
+    answer = [200, JSON.stringify({ sources: [{ ...SOURCES_ANSWER.sources[0], source: "evil\u001b]0;pwned\u0007\u001b[2J" }] })];
+    const result = await run(["sources"]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.doesNotMatch(result.stdout, /[\u0000-\u0009\u000b-\u001f\u007f]/);
+    assert.match(result.stdout, /^evil\?\]0;pwned\?\?\[2J\s+stripe\s+strong/m);
+  });
+
+  it("prints the sources' JSON unchanged with --json, and points to them from status", async () => {
+    answer = [200, JSON.stringify(SOURCES_ANSWER)];
+    const json = await run(["sources", "--json"]);
+    assert.deepEqual(JSON.parse(json.stdout), SOURCES_ANSWER);
+    answer = [200, JSON.stringify(STATS)];
+    const status = await run(["status"]);
+    assert.match(status.stdout, /security grade .*: webhook-inbox sources$/m);
   });
 
   it("prints help and exits 0 for --help, with no token needed", async () => {

@@ -74,6 +74,17 @@ describe("the webhook-inbox CLI against wrangler dev", { timeout: 180_000 }, () 
     assert.match(result.stdout, /^standard\s+0\s+0\s+1\s+0$/m);
   });
 
+  it("sources prints each configured source's security grade, and leaves out the unconfigured ones", async () => {
+    const result = await cli(["sources"]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /^stripe\s+stripe\s+strong\s+-\s+set\s+body `id`/m);
+    assert.match(result.stdout, /^github\s+github\s+fair\s+no timestamp, id unsigned\s+set\s/m);
+    // GitLab has no secret in this runtime: listed only with --all, as weak.
+    assert.doesNotMatch(result.stdout, /^gitlab\s/m);
+    assert.match((await cli(["sources", "--all"])).stdout, /^gitlab\s+gitlab\s+weak\s+body unsigned, no timestamp, id unsigned, secret in clear\s+not set\s/m);
+    assert.match(result.stdout, /docs\/providers\.md, "Security grade"/);
+  });
+
   it("status --json prints the API's counts, matching what was sent", async () => {
     const stats = await cliJson(["status"]);
     assert.deepEqual(stats.counts, { received: 0, processing: 0, done: 3, failed: 1 });

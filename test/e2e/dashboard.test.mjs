@@ -131,11 +131,23 @@ describe("the dashboard in Chromium", { timeout: 300_000 }, () => {
     }, { timeoutMs: 120_000, intervalMs: 5_000 });
     assert.deepEqual(counts, EXPECTED);
     const stripe = page.locator("tbody tr", { has: page.locator('th[scope="row"]', { hasText: /^stripe$/ }) });
-    // received, processing, done, failed, total, and the duplicates recognised (one retry was sent twice)
-    assert.deepEqual(await stripe.locator("td").allTextContents(), ["0", "0", "3", "1", "4", "1"]);
+    // received, processing, done, failed, total, the duplicates recognised (one retry was sent twice), the grade
+    assert.deepEqual(await stripe.locator("td").allTextContents(), ["0", "0", "3", "1", "4", "1", "strong"]);
     assert.equal(await page.locator('.card:has-text("Unhandled") .value').textContent(), "1");
     assert.equal(await page.locator('svg.chart[role="img"]').count(), 1);
     await inspect("overview");
+  });
+
+  it("leads from a source's grade on the overview to its row on the Sources page, which explains it", async () => {
+    await page.getByRole("link", { name: "security grade of stripe" }).click();
+    await page.waitForURL(/\/ui\/sources#source-stripe$/);
+    assert.equal(await page.getByRole("heading", { level: 1 }).textContent(), "Sources");
+    const stripe = page.locator("tr#source-stripe");
+    // provider, grade, body / timestamp / id signed, secret in clear, what it means, dedup key
+    const cells = await stripe.locator("td").allTextContents();
+    assert.deepEqual(cells.slice(0, 6), ["stripe", "strong", "yes", "yes", "yes", "no"]);
+    assert.match(await page.locator("main > p").first().textContent(), /docs\/providers\.md/);
+    await inspect("sources");
   });
 
   it("filters the list to failed deliveries with the form, as a deep link", async () => {

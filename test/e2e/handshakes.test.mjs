@@ -127,6 +127,20 @@ describe("handshakes through wrangler dev", () => {
     assert.deepEqual([answer.status, answer.text], [200, '{"type":1}']);
   });
 
+  it("Discord: a slash command stored and answered {\"type\":5} (deferred), a component {\"type\":6}", async () => {
+    const signed = (body) => {
+      const t = String(Math.floor(Date.now() / 1000));
+      return { "content-type": "application/json", "x-signature-timestamp": t, "x-signature-ed25519": sign(null, Buffer.from(t + body), discord.privateKey).toString("hex") };
+    };
+    const command = JSON.stringify({ id: randomUUID(), application_id: "1", type: 2, version: 1, token: `e2e-${randomUUID()}`, data: { id: "2", name: "blep", type: 1 } });
+    const answer = await request("/webhooks/discord", { method: "POST", body: command, headers: signed(command) });
+    assert.deepEqual([answer.status, answer.text], [200, '{"type":5}']);
+    const component = JSON.stringify({ id: randomUUID(), application_id: "1", type: 3, version: 1, token: `e2e-${randomUUID()}`, data: { custom_id: "click_one", component_type: 2 } });
+    assert.deepEqual((await request("/webhooks/discord", { method: "POST", body: component, headers: signed(component) })).text, '{"type":6}');
+    const stored = (await inbox.admin("/admin/deliveries?source=discord")).json.deliveries.map((delivery) => delivery.eventType).sort();
+    assert.deepEqual(stored, ["APPLICATION_COMMAND", "MESSAGE_COMPONENT"]);
+  });
+
   it("Event Grid: the validation event answered with validationResponse", async () => {
     const body = JSON.stringify([{ id: randomUUID(), eventType: "Microsoft.EventGrid.SubscriptionValidationEvent", subject: "", data: { validationCode: "512d38b6-c7b8-40c8-89fe-f46f9e9622b6" }, eventTime: new Date().toISOString(), dataVersion: "2", metadataVersion: "1" }]);
     const answer = await request("/webhooks/eventgrid?key=e2e-eventgrid-key", { method: "POST", body, headers: { "content-type": "application/json" } });

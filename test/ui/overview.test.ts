@@ -126,8 +126,22 @@ describe("GET /ui", () => {
     expect(await recordDelivery(delivery)).toBe("duplicate");
     const page = await ui("/ui");
     // The source's row ends with its duplicates, after its total.
-    expect(page.text).toMatch(/<th scope="row">ui-ov-dup<\/th>(?:(?!<\/tr>)[\s\S])*aria-label="1 deliveries of ui-ov-dup">1<\/a><\/td><td class="num">2<\/td><\/tr>/);
+    expect(page.text).toMatch(/<th scope="row">ui-ov-dup<\/th>(?:(?!<\/tr>)[\s\S])*aria-label="1 deliveries of ui-ov-dup">1<\/a><\/td><td class="num">2<\/td><td>/);
     expect(page.text).toMatch(/<span class="label">Duplicates recognised \(a provider sent a delivery again\)<\/span><span class="value">\d+<\/span>/);
+  });
+
+  it("shows each source's security grade, linked to its row on the Sources page", async () => {
+    await putDelivery({ source: "gitlab", id: "ui-ov-grade-1", status: "done", attempts: 1 });
+    await putDelivery({ source: "stripe", id: "ui-ov-grade-2", status: "done", attempts: 1 });
+    await putDelivery({ source: "ui-ov-gone", id: "g1", status: "done", attempts: 1 });
+    await dropSnapshot();
+    const page = await ui("/ui");
+    const gradeCell = (source: string) => new RegExp(`<th scope="row">${source}</th>(?:(?!</tr>)[\\s\\S])*<a href="/ui/sources#source-${source}" aria-label="security grade of ${source}"><span class="([^"]*)">([^<]*)</span></a></td></tr>`).exec(page.text);
+    expect(gradeCell("gitlab")?.slice(1)).toEqual(["badge badge-grade-weak", "weak"]);
+    expect(gradeCell("stripe")?.slice(1)).toEqual(["badge badge-grade-strong", "strong"]);
+    // A source src/sources.ts does not name (renamed since its deliveries): no grade to show.
+    expect(gradeCell("ui-ov-gone")?.slice(1)).toEqual(["muted", "unknown"]);
+    expect(page.text).toContain('<th scope="col"><a href="/ui/sources">security grade</a></th>');
   });
 
   it("draws whole-number ticks only: no 0.5 for a busiest hour of 1 (nor 2.5 for 5)", async () => {
@@ -136,6 +150,53 @@ describe("GET /ui", () => {
     expect(await ticks(1)).toEqual(["0", "1"]);
     expect(await ticks(5)).toEqual(["0", "5"]);
     expect(await ticks(20)).toEqual(["0", "10", "20"]);
+  });
+});
+
+describe("GET /ui/sources", () => {
+  /** The cells of a source's row on the Sources page, as text. */
+  function rowOf(html: string, source: string): string[] | undefined {
+    const row = new RegExp(`<tr id="source-${source}">([\\s\\S]*?)</tr>`).exec(html)?.[1];
+    return row === undefined ? undefined : [...row.matchAll(/<t[hd][^>]*>([\s\S]*?)<\/t[hd]>/g)].map((cell) => cell[1]!.replace(/<[^>]+>/g, "|").replace(/\|+/g, "|").replace(/^\||\|$/g, ""));
+  }
+
+  it("lists the configured sources with their grade, the four points, what it means and the dedup key", async () => {
+    const page = await ui("/ui/sources", { env: { ADYEN_WEBHOOK_SECRET: "0a0b" } });
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<a href="/ui/sources" aria-current="page">Sources</a>');
+    const stripe = rowOf(page.text, "stripe");
+    expect(stripe?.slice(0, 7)).toEqual(["stripe", "stripe", "strong", "yes", "yes", "yes", "no"]);
+    expect(stripe?.[7]).toBe("body, timestamp and delivery id signed; the secret never travels");
+    const github = rowOf(page.text, "github");
+    expect(github?.slice(0, 7)).toEqual(["github", "github", "fair", "yes", "no", "no", "no"]);
+    expect(github?.[7]).toBe("no signed timestamp: a captured request stays valid; the dedup key stops its replay|delivery id not signed: a copy under a new id is caught by its content");
+    const gitlab = rowOf(page.text, "gitlab");
+    expect(gitlab?.slice(0, 7)).toEqual(["gitlab", "gitlab", "weak", "no", "no", "no", "yes"]);
+    expect(gitlab?.[7]).toContain("body not signed: whoever has the secret or one captured request can send any body");
+    expect(gitlab?.[7]).toContain("the secret travels in every request");
+    const adyen = rowOf(page.text, "adyen");
+    expect(adyen?.slice(2, 4)).toEqual(["fair", "partly"]);
+    // What the grades mean, and where it is explained at length.
+    expect(page.text).toContain("<code>docs/providers.md</code> (section &quot;Security grade&quot;)");
+    expect(page.text).toMatch(/<strong>weak<\/strong>: the body is not signed or the secret travels with every request/);
+  });
+
+  it("leaves out a catalogue source with no secret and no delivery, and counts it", async () => {
+    const page = await ui("/ui/sources", { env: { ZOOM_WEBHOOK_SECRET: "" } });
+    expect(rowOf(page.text, "zoom")).toBeUndefined();
+    expect(page.text).toMatch(/\d+ more providers in the catalogue have no secret set here/);
+    const withZoom = await ui("/ui/sources", { env: { ZOOM_WEBHOOK_SECRET: "zoom-secret" } });
+    expect(rowOf(withZoom.text, "zoom")?.slice(0, 3)).toEqual(["zoom", "zoom", "strong"]);
+  });
+
+  it("lists a source that has deliveries, escaped, even when src/sources.ts no longer names it", async () => {
+    await putDelivery({ source: "<img src=x onerror=alert(1)>", id: "s1" });
+    await dropSnapshot();
+    const page = await ui("/ui/sources");
+    expect(page.text).toContain("&lt;img src=x onerror=alert(1)&gt;</a>");
+    expect(page.text).not.toContain("<img src=x");
+    expect(page.text).toContain('id="source-%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E"');
+    expect(page.text).toContain('<span class="muted">not in src/sources.ts</span>');
   });
 });
 

@@ -6,6 +6,10 @@ export const HELP = `Usage: webhook-inbox <command> [options]
 
 Commands:
   status                              counts by status and source, oldest waiting delivery
+  sources [--all]                     the sources with a secret set (--all: the whole
+                                      catalogue), each with its security grade (what its
+                                      provider signs; docs/providers.md "Security grade"),
+                                      the grade's gaps and its dedup key
   list [--status S] [--source S]      deliveries, newest first (--limit 1-200, default 50;
        [--type T] [--since T]         --cursor continues from the previous page; --type: an
        [--until T] [--unhandled]      event type; --since/--until: received at or after /

@@ -18,6 +18,7 @@ import { deliveryRoutes } from "./routes/deliveries";
 import { overviewRoutes } from "./routes/overview";
 import { replayRoutes } from "./routes/replay";
 import { signInRoutes } from "./routes/sign-in";
+import { sourceRoutes } from "./routes/sources";
 import { dashboardHeaders, formPostsFromHere, noStore } from "./security";
 
 export const ui = new Hono<AppEnv>();
@@ -32,6 +33,7 @@ ui.use("*", requireSession());
 ui.route("/", overviewRoutes);
 ui.route("/", deliveryRoutes);
 ui.route("/", replayRoutes);
+ui.route("/", sourceRoutes);
 ui.all("*", (c) =>
   renderPage(
     c,

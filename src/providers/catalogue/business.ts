@@ -54,14 +54,18 @@ export const calendly = () =>
   });
 
 /**
- * DocuSign Connect: `X-DocuSign-Signature-1`, base64 HMAC-SHA256 of the body (the first key; with
- * several keys DocuSign sends one header each: configure the first). No delivery id.
+ * DocuSign Connect: `X-DocuSign-Signature-1..N`, base64 HMAC-SHA256 of the body, one header per
+ * HMAC key of the account (several during a rotation): any may match the configured key (and the
+ * previous one), each compared in constant time. No delivery id.
  */
+/** DocuSign lets an account hold up to 100 HMAC keys, each signing in its own header. */
+const DOCUSIGN_MAX_KEYS = 100;
+
 export const docusign = () =>
   defineProvider({
     name: "docusign",
     docs: "https://developers.docusign.com/platform/webhooks/connect/validate/",
-    scheme: { kind: "hmac", hash: "SHA-256", signature: { from: { header: "x-docusign-signature-1" }, encoding: "base64" }, signed: "{body}" },
+    scheme: { kind: "hmac", hash: "SHA-256", signature: { from: { numberedHeaders: "x-docusign-signature-", max: DOCUSIGN_MAX_KEYS }, encoding: "base64" }, signed: "{body}" },
     deliveryId: { derive: [{ json: "event" }, { json: "generatedDateTime" }, { json: "data.envelopeId" }] },
     eventType: { json: "event" },
     dedupKey: "derived from the signed body's `event`, `generatedDateTime` and `data.envelopeId`",

@@ -3,7 +3,7 @@
  * Twilio have files of their own (src/providers/slack.ts, twilio.ts).
  */
 import { defineProvider } from "../engine/define";
-import { discordPing, twitchChallenge, verifyTokenGet, zoomUrlValidation } from "../engine/handshakes";
+import { discordAccept, discordEventType, discordPing, twitchChallenge, verifyTokenGet, zoomUrlValidation } from "../engine/handshakes";
 import { jsonString } from "../crypto";
 
 /** Zoom: `x-zm-signature: v0=<hex>` over `v0:{x-zm-request-timestamp}:{body}`; no delivery id. */
@@ -63,7 +63,11 @@ export const meta = () =>
     dedupKey: "SHA-256 of the signed body (its `entry[].id`, `entry[].time` and the changes; Meta sends no delivery id)",
   });
 
-/** Discord (Webhook Events and the Interactions PING): Ed25519 over `{X-Signature-Timestamp}{body}`, public key hex. */
+/**
+ * Discord (Webhook Events and Interactions): Ed25519 over `{X-Signature-Timestamp}{body}`, public
+ * key hex. PINGs are answered; an interaction is stored and answered with a deferred response
+ * (engine/handshakes.ts `discordAccept`), a webhook event with 204.
+ */
 export const discord = () =>
   defineProvider({
     name: "discord",
@@ -76,10 +80,10 @@ export const discord = () =>
       timestamp: { from: { header: "x-signature-timestamp" }, unit: "seconds" },
     },
     deliveryId: { derive: ["body"] },
-    eventType: { json: "event.type" },
+    eventType: discordEventType,
     handshakes: [discordPing],
-    acceptReply: { status: 204, body: "" },
-    dedupKey: "SHA-256 of the signed body (an event's type, timestamp and data)",
+    acceptReply: discordAccept,
+    dedupKey: "SHA-256 of the signed body (an event's type, timestamp and data; an interaction's id)",
   });
 
 /** SendGrid Event Webhook: ECDSA P-256 over `{timestamp}{body}`; a batch, each event by `sg_event_id`. */

@@ -2,6 +2,7 @@
  * Payment providers as declarations (engine: src/providers/engine). Stripe has a file of its own
  * (src/providers/stripe.ts). Each declaration names its documentation.
  */
+import { jsonString } from "../crypto";
 import { defineProvider } from "../engine/define";
 
 /** Square: base64 HMAC-SHA256 of the notification URL followed by the body; `event_id` in the body. */
@@ -114,4 +115,52 @@ export const coinbase = () =>
     deliveryId: { json: "event.id" },
     eventType: { json: "event.type" },
     dedupKey: "body `event.id` (signed)",
+  });
+
+/** Plaid's API by environment (PLAID_WEBHOOK_ENV; production by default). */
+const PLAID_API = { production: "https://production.plaid.com", sandbox: "https://sandbox.plaid.com" } as const;
+
+/**
+ * Plaid: an ES256 JWT in `Plaid-Verification`, whose key is asked of Plaid's API
+ * (`/webhook_verification_key/get`, with the client id `PLAID_WEBHOOK_CLIENT_ID` and the secret
+ * `PLAID_WEBHOOK_SECRET`) by the token's `kid`, cached by `kid`; a key Plaid marks expired verifies
+ * nothing. The token's `request_body_sha256` must be the body's SHA-256 and its `iat` at most
+ * 5 minutes old. Plaid sends no delivery id, and its change pings (SYNC_UPDATES_AVAILABLE) are
+ * byte-identical by design: the id is derived from the body *and* the token's `iat`, so two pings
+ * are two deliveries while a replayed request is a duplicate.
+ */
+export const plaid = () =>
+  defineProvider({
+    name: "plaid",
+    docs: "https://plaid.com/docs/api/webhooks/webhook-verification/",
+    scheme: {
+      kind: "jwt",
+      token: { header: "plaid-verification" },
+      keys: {
+        keyApi: {
+          url: (context) => {
+            const environment = context.setting("ENV") ?? "production";
+            return Object.hasOwn(PLAID_API, environment) ? `${PLAID_API[environment as keyof typeof PLAID_API]}/webhook_verification_key/get` : null;
+          },
+          // Tests only: a local server, which passes the allow-list only as a loopback TEST_ONLY_ALLOWED_HOSTS host.
+          urlSetting: "KEY_URL",
+          allowedHosts: [/^(production|sandbox)\.plaid\.com$/],
+          request: (kid, secret, context) => {
+            const clientId = context.setting("CLIENT_ID");
+            return clientId ? { client_id: clientId, secret, key_id: kid } : null;
+          },
+          keyPath: "key",
+          expiredField: "expired_at",
+        },
+      },
+      algorithms: ["ES256"],
+      bodyHashClaim: "request_body_sha256",
+      maxAgeSeconds: 300,
+    },
+    deliveryId: { derive: ["body", "timestamp"] },
+    eventType: (parsed) => {
+      const [type, code] = [jsonString(parsed, "webhook_type"), jsonString(parsed, "webhook_code")];
+      return type && code ? `${type}.${code}` : (code ?? type);
+    },
+    dedupKey: "derived from the signed body and the token's `iat` (Plaid sends no id; its pings are identical by design)",
   });

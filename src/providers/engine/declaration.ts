@@ -5,7 +5,7 @@
  *
  * A newcomer adds a provider by copying a declaration from src/providers/catalogue/ and its test.
  */
-import type { HandshakeReply, SecurityGrade, SignedRequest, VerifyContext } from "../types";
+import type { AcceptReply, HandshakeReply, SecurityGrade, SignedRequest, VerifyContext } from "../types";
 
 /** Where a value comes from. `header` may name several spellings, the first present wins. */
 export type ValueSpec =
@@ -25,9 +25,18 @@ export type ValueSpec =
  */
 export type SignedContent = string | ((request: SignedRequest, parsed: unknown) => string | null);
 
+/**
+ * Numbered headers, one signature each: `<prefix>1`, `<prefix>2`, … up to `<prefix><max>` (DocuSign
+ * sends `X-DocuSign-Signature-1..N`, one per HMAC key of the account, during a rotation several).
+ */
+export interface NumberedHeaders {
+  readonly numberedHeaders: string;
+  readonly max: number;
+}
+
 /** How a signature value is laid out in its field. */
 export interface SignatureSpec {
-  readonly from: ValueSpec;
+  readonly from: ValueSpec | NumberedHeaders;
   /** Text before the value (`sha256=`, `v0=`); entries without it are ignored. */
   readonly prefix?: string;
   /** Splits several values (a rotation): `" "`, `","`. */
@@ -87,13 +96,35 @@ export interface X509Scheme {
   readonly secretMatches?: ValueSpec;
 }
 
-/** A JSON Web Token: from a JWKS (allow-listed URL) or a shared key, its issuer, audience and body-hash claim. */
+/**
+ * A verification key asked of the provider's API by its `kid` (Plaid's `/webhook_verification_key/get`),
+ * authenticated with the source's secret: a POST to an allow-listed host, bounded by a timeout,
+ * the key cached by `kid` (schemes/key-api.ts).
+ */
+export interface KeyApi {
+  /** The endpoint, from the source's settings (Plaid: production or sandbox); null when a setting is wrong. */
+  readonly url: (context: VerifyContext) => string | null;
+  /** A setting that replaces the URL (tests: a local server, which passes only as a loopback test host). */
+  readonly urlSetting?: string;
+  readonly allowedHosts: readonly RegExp[];
+  /** The JSON body that asks for `kid` with `secret` (and settings such as a client id); null when a setting is missing. */
+  readonly request: (kid: string, secret: string, context: VerifyContext) => Record<string, unknown> | null;
+  /** Where the JWK is in the answer (`key`). */
+  readonly keyPath: string;
+  /** A field of the JWK that, when set, says the key expired and must not verify anything (Plaid's `expired_at`). */
+  readonly expiredField?: string;
+}
+
+/** A JSON Web Token: from a JWKS (allow-listed URL), a key API, or a shared key; its issuer, audience and body-hash claim. */
 export interface JwtScheme {
   readonly kind: "jwt";
   readonly token: ValueSpec;
   /** Text before the token (`Bearer `). */
   readonly prefix?: string;
-  readonly keys: { readonly shared: true } | { readonly jwksUrl: string; readonly jwksSetting?: string; readonly allowedHosts: readonly RegExp[] };
+  readonly keys:
+    | { readonly shared: true }
+    | { readonly jwksUrl: string; readonly jwksSetting?: string; readonly allowedHosts: readonly RegExp[] }
+    | { readonly keyApi: KeyApi };
   readonly algorithms: readonly string[];
   readonly issuer?: string | readonly string[];
   /** The audience: the source's secret (`"secret"`) or a setting's name. */
@@ -165,7 +196,8 @@ export interface ProviderDeclaration {
   readonly scheme: Scheme;
   /** The delivery id; for a batch, each event's (`batch.deliveryId`) instead. */
   readonly deliveryId?: IdSpec;
-  readonly eventType?: ValueSpec;
+  /** A value, or read off the parsed body where one field cannot say it (Discord: an event's type, or the interaction's kind). */
+  readonly eventType?: ValueSpec | ((parsed: unknown) => string | null);
   /** The dedup key in words (for the docs table): `body id`, `X-Request-UUID + content digest`, … */
   readonly dedupKey: string;
   /** Handshakes answered before verification, for requests that carry no signature (Meta's GET, Graph's validationToken). */
@@ -178,8 +210,11 @@ export interface ProviderDeclaration {
   readonly methods?: readonly string[];
   /** Headers carrying a credential, never stored (the token of a shared-secret scheme is added by itself). */
   readonly credentialHeaders?: readonly string[];
-  /** The fixed answer to every accepted delivery (Adyen `[accepted]`). */
-  readonly acceptReply?: { readonly status: number; readonly contentType?: string; readonly body: string };
+  /**
+   * The answer to every accepted delivery: fixed (Adyen `[accepted]`), or read off the verified
+   * request (Discord answers an interaction with a deferred response, a webhook event with 204).
+   */
+  readonly acceptReply?: AcceptReply | ((input: HandshakeInput) => AcceptReply);
   /**
    * What the grade cannot read off a template given as a function (SNS's canonical fields cover
    * its `MessageId`): set here, and said why in the declaration.

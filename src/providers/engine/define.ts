@@ -104,7 +104,7 @@ export function defineProvider(declaration: ProviderDeclaration): Provider {
     grade,
     dedupKey: declaration.dedupKey,
     ...(declaration.methods ? { methods: declaration.methods } : {}),
-    ...(declaration.acceptReply ? { acceptReply: declaration.acceptReply } : {}),
+    ...(declaration.acceptReply && typeof declaration.acceptReply !== "function" ? { acceptReply: declaration.acceptReply } : {}),
     async verify(request: SignedRequest, secrets: readonly string[], nowSeconds: number, context: VerifyContext = NO_SETTINGS): Promise<Verification> {
       const parsed: Parsed = { request, json: parseJson(request.body) };
       const input = { request, parsed: parsed.json, context, secrets, matchedSecret: 0 };
@@ -162,8 +162,9 @@ export function defineProvider(declaration: ProviderDeclaration): Provider {
       return {
         ok: true,
         deliveryId,
-        eventType: declaration.eventType ? readValue(declaration.eventType, parsed) : null,
+        eventType: typeof declaration.eventType === "function" ? declaration.eventType(parsed.json) : declaration.eventType ? readValue(declaration.eventType, parsed) : null,
         ...rotated(first.matchedSecret),
+        ...(typeof declaration.acceptReply === "function" ? { acceptReply: declaration.acceptReply(verified) } : {}),
         ...(dedupeOnContent ? { contentDigest: await sha256(digestOf) } : {}),
       };
     },

@@ -4,7 +4,7 @@
  * computed reply (Zoom), a fixed answer (Discord's PING) and an outbound confirmation (SNS).
  */
 import { hmac, jsonString, timingSafeEqualText, toHex } from "../crypto";
-import type { FollowUp, HandshakeReply } from "../types";
+import type { AcceptReply, FollowUp, HandshakeReply } from "../types";
 import type { Handshake, HandshakeInput } from "./declaration";
 
 function query(input: HandshakeInput, name: string): string | null {
@@ -65,6 +65,26 @@ export const eventGridValidation: Handshake = (input) => {
 };
 
 /**
+ * Discord sends two things to one kind of URL: Interactions (an `id`, a `token`, a `type`: 1 PING,
+ * 2 APPLICATION_COMMAND, 3 MESSAGE_COMPONENT, 4 APPLICATION_COMMAND_AUTOCOMPLETE, 5 MODAL_SUBMIT)
+ * and Webhook Events (`type` 0 PING, or 1 with its `event`). An interaction is one when it carries
+ * its token and no `event`.
+ */
+function discordInteractionType(parsed: unknown): number | null {
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed) || "event" in parsed) return null;
+  const { type, token } = parsed as { type?: unknown; token?: unknown };
+  return typeof token === "string" && typeof type === "number" && Number.isInteger(type) ? type : null;
+}
+
+/** Discord's interaction types by number, as the event type of a stored interaction. */
+const DISCORD_INTERACTIONS: Readonly<Record<number, string>> = {
+  2: "APPLICATION_COMMAND",
+  3: "MESSAGE_COMPONENT",
+  4: "APPLICATION_COMMAND_AUTOCOMPLETE",
+  5: "MODAL_SUBMIT",
+};
+
+/**
  * Discord's PING: an interaction of type 1 is answered `{"type":1}`; a Webhook Events PING (type 0)
  * 204. A webhook event is type 1 too, but carries its `event`.
  */
@@ -75,6 +95,31 @@ export const discordPing: Handshake = (input) => {
   if (type === "0") return { name: "PING", status: 204, body: "" };
   return null;
 };
+
+/** A stored Discord delivery's event type: a webhook event's `event.type`, else the interaction's kind. */
+export function discordEventType(parsed: unknown): string | null {
+  const interaction = discordInteractionType(parsed);
+  if (interaction !== null) return DISCORD_INTERACTIONS[interaction] ?? `INTERACTION_${interaction}`;
+  return jsonString(parsed, "event.type");
+}
+
+/**
+ * The answer to a stored (or duplicate) Discord delivery. Discord wants an interaction response
+ * within 3 s, and the inbox processes later, so it defers: a command or a modal submit gets
+ * `{"type":5}` (DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE: the user sees "thinking…"), a component
+ * `{"type":6}` (DEFERRED_UPDATE_MESSAGE, only valid for components), and the handler follows up
+ * with the interaction's token (valid 15 minutes). Autocomplete cannot be deferred: it gets no
+ * choices (`{"type":8,"data":{"choices":[]}}`). A webhook event, and an interaction type Discord
+ * adds later, get 204 as before.
+ */
+export function discordAccept(input: HandshakeInput): AcceptReply {
+  const type = discordInteractionType(input.parsed);
+  const json = (value: unknown): AcceptReply => ({ status: 200, contentType: "application/json", body: JSON.stringify(value) });
+  if (type === 2 || type === 5) return json({ type: 5 });
+  if (type === 3) return json({ type: 6 });
+  if (type === 4) return json({ type: 8, data: { choices: [] } });
+  return { status: 204, body: "" };
+}
 
 /** SNS's `SubscriptionConfirmation`: the receiver GETs `SubscribeURL` (allow-listed) before answering. */
 export function snsConfirmation(allowedHosts: readonly RegExp[]): Handshake {

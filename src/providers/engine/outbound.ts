@@ -1,5 +1,6 @@
 /**
- * Outbound fetches a verifier or handshake makes (a signing certificate, a JWKS, SNS's SubscribeURL)
+ * Outbound fetches a verifier or handshake makes (a signing certificate, a JWKS, a key asked of
+ * Plaid's API, SNS's SubscribeURL)
  * go only to hosts a declaration allows, over https. Tests serve their own certificates and keys
  * from a local server: `TEST_ONLY_ALLOWED_HOSTS` may add hosts, but only loopback ones
  * (`127.0.0.1:<port>`, `localhost:<port>`, `[::1]:<port>`), over http or https, so that setting
@@ -33,4 +34,15 @@ export const OUTBOUND_TIMEOUT_MS = 5_000;
 /** GET `url` with a timeout, never following a redirect elsewhere (the allow-list was for this host). */
 export async function fetchAllowed(url: string): Promise<Response> {
   return fetch(url, { redirect: "manual", signal: AbortSignal.timeout(OUTBOUND_TIMEOUT_MS) });
+}
+
+/** POST a JSON body to `url` with a timeout, never following a redirect (a key API that authenticates with the source's secret). */
+export async function postAllowed(url: string, body: unknown): Promise<Response> {
+  return fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+    redirect: "manual",
+    signal: AbortSignal.timeout(OUTBOUND_TIMEOUT_MS),
+  });
 }

@@ -4,7 +4,7 @@
  */
 import { concat, fromBase64, fromHex, jsonString, MAX_SIGNATURE_HEADER_LENGTH, sha256, toHex } from "../crypto";
 import type { SignedRequest, VerifyContext } from "../types";
-import type { SignatureSpec, SignedContent, TimestampSpec, ValueSpec } from "./declaration";
+import type { NumberedHeaders, SignatureSpec, SignedContent, TimestampSpec, ValueSpec } from "./declaration";
 
 /** The request with its body parsed once, as each value reader needs it. */
 export interface Parsed {
@@ -108,10 +108,39 @@ const DECODE = {
   base64url: (text: string) => fromBase64(text.replaceAll("-", "+").replaceAll("_", "/")),
 } as const;
 
+/**
+ * The values of numbered headers (`x-docusign-signature-1`, `-2`, …), in order of their number:
+ * each header is looked up by name (at most `max`), so a request's other headers are never read.
+ */
+function numberedHeaderValues(spec: NumberedHeaders, headers: Headers): string[] {
+  const values: string[] = [];
+  for (let number = 1; number <= spec.max; number++) {
+    const value = headers.get(`${spec.numberedHeaders}${number}`);
+    if (value) values.push(value);
+  }
+  return values;
+}
+
 /** The signatures a request carries (several during a rotation), decoded, and a keyed list's timestamp. */
 export function readSignatures(spec: SignatureSpec, parsed: Parsed): { signatures: Uint8Array[]; timestamp: string | null } | string {
+  if ("numberedHeaders" in spec.from) {
+    const fields = numberedHeaderValues(spec.from, parsed.request.headers);
+    if (fields.length === 0) return "missing signature";
+    const signatures: Uint8Array[] = [];
+    for (const field of fields) {
+      const read = signaturesOfField(spec, field);
+      if (typeof read === "string") return read;
+      signatures.push(...read.signatures);
+    }
+    return { signatures, timestamp: null };
+  }
   const field = readValue(spec.from, parsed);
   if (!field) return "missing signature";
+  return signaturesOfField(spec, field);
+}
+
+/** One field's signatures, as its layout says (a prefix, a list, a keyed list with its timestamp). */
+function signaturesOfField(spec: SignatureSpec, field: string): { signatures: Uint8Array[]; timestamp: string | null } | string {
   if (field.length > MAX_SIGNATURE_HEADER_LENGTH) return "signature too long";
   const decode = DECODE[spec.encoding];
   if (spec.keyed) {

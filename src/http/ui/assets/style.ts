@@ -60,6 +60,10 @@ tbody th { font-weight: 600; }
 .badge-processing { background: var(--processing-bg); color: var(--processing-fg); }
 .badge-done { background: var(--done-bg); color: var(--done-fg); }
 .badge-failed { background: var(--failed-bg); color: var(--failed-fg); }
+.badge-grade-strong { background: var(--done-bg); color: var(--done-fg); }
+.badge-grade-fair { background: var(--received-bg); color: var(--received-fg); }
+.badge-grade-weak { background: var(--failed-bg); color: var(--failed-fg); }
+ul.notes { margin: 0; padding-left: 1rem; font-size: 0.9em; }
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(11rem, 1fr)); gap: 0.75rem; margin: 0 0 1rem; padding: 0; list-style: none; }
 .card { border: 1px solid var(--line); border-radius: 0.5rem; padding: 0.75rem 1rem; background: var(--panel); }
 .card .label { display: block; color: var(--muted); font-size: 0.9em; }

@@ -5,6 +5,8 @@ import { RelativeTime, StatusBadge } from "../components";
 import { durationText, percentText, utcText } from "../format";
 import { listHref, type ListFilter } from "../links";
 import { HourlyChart, hourLabel } from "./chart";
+import { GradeBadge, sourceAnchor } from "./sources";
+import { SOURCES } from "../../../sources";
 
 const HOUR_MS = 3_600_000;
 
@@ -154,6 +156,9 @@ export function OverviewPage(props: { overview: Overview; nowMs: number }) {
               <th scope="col" class="num">
                 duplicates
               </th>
+              <th scope="col">
+                <a href="/ui/sources">security grade</a>
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -171,6 +176,11 @@ export function OverviewPage(props: { overview: Overview; nowMs: number }) {
                     <CountLink value={total(counts)} filter={{ source }} label={`deliveries of ${source}`} />
                   </td>
                   <td class="num">{overview.duplicatesBySource[source] ?? 0}</td>
+                  <td>
+                    <a href={`/ui/sources#${sourceAnchor(source)}`} aria-label={`security grade of ${source}`}>
+                      <GradeBadge grade={Object.hasOwn(SOURCES, source) ? (SOURCES[source]!.grade ?? null) : null} />
+                    </a>
+                  </td>
                 </tr>
               );
             })}

@@ -2,15 +2,20 @@
  * The `jwt` kind (with `jose`): a token signed by a JWKS fetched from an allow-listed URL (Google
  * Pub/Sub push's OIDC token) or by the shared secret (Netlify's JWS), with its issuer, audience and
  * expiry checked, and, where the provider has one, a claim holding the body's SHA-256, which puts
- * the body under the signature too.
+ * the body under the signature too. Plaid's key is asked of its API by the token's `kid`
+ * (key-api.ts).
  */
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose";
+import { createRemoteJWKSet, decodeProtectedHeader, errors, importJWK, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type ProtectedHeaderParameters } from "jose";
 import { sha256, timingSafeEqualText, toHex } from "../../crypto";
 import type { VerifyContext } from "../../types";
 import type { JwtScheme } from "../declaration";
 import { isAllowedUrl } from "../outbound";
 import { readValue, type Parsed } from "../values";
+import { keyFromApi } from "./key-api";
 import { refused, type SchemeResult } from "./result";
+
+/** A key id worth asking an API about: short, plain characters (Plaid's are UUID-like). */
+const KID = /^[A-Za-z0-9._-]{1,128}$/;
 
 const jwksByUrl = new Map<string, JWTVerifyGetKey>();
 
@@ -47,6 +52,24 @@ export async function verifyJwtScheme(scheme: JwtScheme, parsed: Parsed, secrets
       if (!(result instanceof Error) && matchedSecret < 0) [payload, matchedSecret] = [(result as { payload: JWTPayload }).payload, index];
       else if (result instanceof errors.JWTExpired) return refused("token expired");
     }
+  } else if ("keyApi" in scheme.keys) {
+    let header: ProtectedHeaderParameters;
+    try {
+      header = decodeProtectedHeader(token);
+    } catch {
+      return refused("malformed token");
+    }
+    // The algorithm is checked before any lookup: a token naming another one costs no API call.
+    if (typeof header.alg !== "string" || !scheme.algorithms.includes(header.alg)) return refused("token algorithm not allowed");
+    if (typeof header.kid !== "string" || !KID.test(header.kid)) return refused("token names no usable key id");
+    const found = await keyFromApi(scheme.keys.keyApi, header.kid, secrets, context, nowSeconds * 1000);
+    if (typeof found === "string") return refused(found);
+    const key = await importJWK(found.jwk, header.alg).catch(() => null);
+    if (key === null) return refused("the key API answered an unusable key");
+    const result = await jwtVerify(token, key, options).catch((error: unknown) => error);
+    if (result instanceof errors.JWTExpired) return refused("token expired");
+    if (result instanceof Error) return refused(`token refused (${result instanceof errors.JOSEError ? result.code : "invalid"})`);
+    [payload, matchedSecret] = [(result as { payload: JWTPayload }).payload, found.matchedSecret];
   } else {
     const url = (scheme.keys.jwksSetting && context.setting(scheme.keys.jwksSetting)) || scheme.keys.jwksUrl;
     if (!isAllowedUrl(url, scheme.keys.allowedHosts, context.testHosts)) return refused("the key set's URL is not on the allow-list");
@@ -64,6 +87,8 @@ export async function verifyJwtScheme(scheme: JwtScheme, parsed: Parsed, secrets
   if (payload === null || matchedSecret < 0) return refused("signature mismatch");
   // jose leaves a future `iat` alone: a token minted ahead would outlive its window.
   if (typeof payload.iat === "number" && payload.iat > nowSeconds + 60) return refused("token issued in the future");
+  // jose's maxTokenAge allows the clock tolerance on top; the provider's limit is exact (Plaid: 5 minutes).
+  if (scheme.maxAgeSeconds !== undefined && (typeof payload.iat !== "number" || nowSeconds - payload.iat > scheme.maxAgeSeconds)) return refused("token too old");
   if (scheme.claimSetting) {
     const expected = context.setting(scheme.claimSetting.setting);
     if (expected !== undefined && payload[scheme.claimSetting.claim] !== expected) return refused(`${scheme.claimSetting.claim} claim mismatch`);
