@@ -25,6 +25,7 @@ CREATE TABLE subscriber_runs (
   FOREIGN KEY (source, id) REFERENCES deliveries (source, id) ON DELETE CASCADE
 );
 
+CREATE INDEX subscriber_runs_pending ON subscriber_runs (received_at) WHERE status IN ('received', 'processing');
 CREATE INDEX subscriber_runs_failed ON subscriber_runs (subscriber, received_at) WHERE status = 'failed';
 
 CREATE FUNCTION subscriber_runs_lease_lost() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -30,6 +30,8 @@ CREATE TABLE subscriber_runs (
   PRIMARY KEY (source, id, subscriber)
 ) WITHOUT ROWID;
 
+-- What is still to do, as deliveries_pending (0006): the sweeper's stranded runs.
+CREATE INDEX subscriber_runs_pending ON subscriber_runs (received_at) WHERE status IN ('received', 'processing');
 -- A subscriber's failed runs, for its listing and its bulk replay by time range.
 CREATE INDEX subscriber_runs_failed ON subscriber_runs (subscriber, received_at) WHERE status = 'failed';
 

@@ -36,6 +36,7 @@ export const BOTH_STORES: readonly string[] = [
   "test/processing/lease-loss.test.ts",
   "test/processing/order-guard.test.ts",
   "test/processing/poison.test.ts",
+  "test/processing/subscribers.test.ts",
   "test/processing/sweeper.test.ts",
   "test/providers/catalogue/batches.test.ts",
   "test/providers/catalogue/certificates.test.ts",

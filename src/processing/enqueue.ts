@@ -1,5 +1,5 @@
-/** Puts stored deliveries on the processing queue. */
-import type { DeliveryRef } from "./messages";
+/** Puts stored deliveries (and fanned-out deliveries' runs) on the processing queue. */
+import { runMessage, type DeliveryRef, type RunRef } from "./messages";
 
 /** sendBatch takes at most 100 messages (and 256 KB) per call. */
 const SEND_BATCH_LIMIT = 100;
@@ -9,14 +9,14 @@ const SEND_BATCH_LIMIT = 100;
  * already saved, and a failed send is recovered by the sweeper, so the failure is logged and
  * the caller carries on. Returns whether everything was sent.
  */
-export async function enqueueDeliveries(env: Env, refs: readonly DeliveryRef[]): Promise<boolean> {
+export async function enqueueDeliveries(env: Env, refs: readonly RunRef[]): Promise<boolean> {
   try {
     if (refs.length === 1) {
-      await env.DELIVERIES.send(refs[0], { contentType: "json" });
+      await env.DELIVERIES.send(runMessage(refs[0]!), { contentType: "json" });
       return true;
     }
     for (let start = 0; start < refs.length; start += SEND_BATCH_LIMIT) {
-      const chunk = refs.slice(start, start + SEND_BATCH_LIMIT).map((ref) => ({ body: { source: ref.source, id: ref.id }, contentType: "json" as const }));
+      const chunk = refs.slice(start, start + SEND_BATCH_LIMIT).map((ref) => ({ body: runMessage(ref), contentType: "json" as const }));
       await env.DELIVERIES.sendBatch(chunk);
     }
     return true;
@@ -27,7 +27,7 @@ export async function enqueueDeliveries(env: Env, refs: readonly DeliveryRef[]):
 }
 
 /** Enqueues one delivery (see `enqueueDeliveries`). */
-export function enqueueDelivery(env: Env, ref: DeliveryRef): Promise<boolean> {
+export function enqueueDelivery(env: Env, ref: RunRef): Promise<boolean> {
   return enqueueDeliveries(env, [ref]);
 }
 

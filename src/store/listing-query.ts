@@ -23,6 +23,11 @@ export interface DeliveryFilter {
   readonly until?: string | undefined;
   /** Only done deliveries no handler matched. */
   readonly unhandled?: boolean | undefined;
+  /**
+   * Only the deliveries this subscriber took: the ones it alone took, and its runs of fanned-out
+   * ones; with a status, that subscriber's run must have it too.
+   */
+  readonly subscriber?: string | undefined;
 }
 
 export interface ListingQuery extends DeliveryFilter {

@@ -98,8 +98,8 @@ export interface ProcessingStore {
 
 /** The sweeper's. */
 export interface SweepingStore {
-  /** Up to `limit` deliveries nobody works on, their `updated_at` touched so the next sweep waits. */
-  takeStranded(cutoffs: StrandedCutoffs, nowMs: number, limit: number): Promise<DeliveryRef[]>;
+  /** Up to `limit` deliveries (and fanned-out deliveries' runs) nobody works on, their `updated_at` touched so the next sweep waits. */
+  takeStranded(cutoffs: StrandedCutoffs, nowMs: number, limit: number): Promise<RunRef[]>;
   applyRetention(deleteBeforeMs: number, clearBodiesBeforeMs: number, limit: number): Promise<RetentionResult>;
   /** Carries the overview's counts forward and refreshes its snapshot when it is old (store/d1/overview.ts). */
   maintainOverview(nowMs: number): Promise<void>;
@@ -115,10 +115,16 @@ export interface AdminStore {
   /** One id looked up in each of `sources`, newest first. */
   findById(sources: readonly string[], id: string): Promise<DeliverySummary[]>;
   get(ref: DeliveryRef): Promise<DeliveryDetail | null>;
-  replayState(ref: DeliveryRef): Promise<ReplayState | null>;
-  /** A settled delivery back to `received`, attempts 0, when its status is one of `from` and its body is kept. */
-  resetForReplay(ref: DeliveryRef, from: readonly ("failed" | "done")[], nowMs: number): Promise<boolean>;
-  resetFailedForReplay(filter: FailedFilter, limit: number, nowMs: number): Promise<DeliveryRef[]>;
+  /** A delivery's, or with `subscriber` one run's. */
+  replayState(ref: RunRef): Promise<ReplayState | null>;
+  /**
+   * A settled delivery (or, with `subscriber`, one run of a fanned-out one) back to `received`,
+   * attempts 0, when its status is one of `from` and its body is kept; a fanned-out delivery's runs
+   * in `from` with it. What to run again (the delivery, or its runs); null when refused.
+   */
+  resetForReplay(ref: RunRef, from: readonly ("failed" | "done")[], nowMs: number): Promise<RunRef[] | null>;
+  /** The bulk form (up to `limit` failed deliveries, oldest first): what to run again. */
+  resetFailedForReplay(filter: FailedFilter, limit: number, nowMs: number): Promise<RunRef[]>;
   countFailed(filter: FailedFilter): Promise<number>;
   /** When each source's previous secret last verified a delivery (ISO time), by source. */
   previousSecretUses(): Promise<Record<string, string>>;

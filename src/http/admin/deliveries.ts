@@ -32,8 +32,8 @@ const getRoute = createRoute({
 
 export const deliveryRoutes = adminRouter()
   .openapi(listRoute, async (c) => {
-    const { status, source, eventType, since, until, unhandled, limit, cursor } = c.req.valid("query");
-    const page = await openStore(c.env).list({ status, source, eventType, since, until, unhandled, limit, after: cursor ? decodeCursor(cursor)! : undefined });
+    const { status, source, subscriber, eventType, since, until, unhandled, limit, cursor } = c.req.valid("query");
+    const page = await openStore(c.env).list({ status, source, subscriber, eventType, since, until, unhandled, limit, after: cursor ? decodeCursor(cursor)! : undefined });
     return c.json({ deliveries: page.deliveries, nextCursor: page.nextKey ? encodeCursor(page.nextKey) : null }, 200);
   })
   .openapi(getRoute, async (c) => {

@@ -35,10 +35,11 @@ const replayFailedRoute = createRoute({
 
 export const replayRoutes = adminRouter()
   .openapi(replayOneRoute, async (c) => {
-    const ref = c.req.valid("param");
-    const force = c.req.valid("query").force === "true";
-    const result = await replayDelivery(c.env, ref, { force });
-    if (result.kind === "not_found") throw new ApiError(404, "not_found", `no delivery ${ref.source}/${ref.id}`);
+    const { source, id } = c.req.valid("param");
+    const { force, subscriber } = c.req.valid("query");
+    const ref = subscriber === undefined ? { source, id } : { source, id, subscriber };
+    const result = await replayDelivery(c.env, ref, { force: force === "true" });
+    if (result.kind === "not_found") throw new ApiError(404, "not_found", subscriber === undefined ? `no delivery ${source}/${id}` : `no run of ${source}/${id} for subscriber ${subscriber}`);
     if (result.kind === "body_pruned") {
       throw new ApiError(409, "body_pruned", `the body of delivery ${ref.source}/${ref.id} was cleared by retention; it cannot be replayed`);
     }
@@ -46,9 +47,9 @@ export const replayRoutes = adminRouter()
       const hint = result.status === "done" ? "; add ?force=true to run its handler again" : "; it is still in flight";
       throw new ApiError(409, "conflict", `delivery ${ref.source}/${ref.id} is ${result.status}${hint}`);
     }
-    return c.json({ status: "replayed" as const, source: ref.source, id: ref.id }, 202);
+    return c.json({ status: "replayed" as const, source, id, ...(subscriber === undefined ? {} : { subscriber }) }, 202);
   })
   .openapi(replayFailedRoute, async (c) => {
-    const { source, eventType, since, until, limit } = c.req.valid("json");
-    return c.json(await replayFailed(c.env, { source, eventType, since, until, limit }), 200);
+    const { source, subscriber, eventType, since, until, limit } = c.req.valid("json");
+    return c.json(await replayFailed(c.env, { source, subscriber, eventType, since, until, limit }), 200);
   });

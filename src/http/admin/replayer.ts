@@ -13,7 +13,7 @@
 import { leaseFor } from "../../processing/lease";
 import { enqueueDeliveries, enqueueDelivery } from "../../processing/enqueue";
 import { describeError } from "../../handler-api/errors";
-import type { DeliveryRef } from "../../processing/messages";
+import { describeRun, type DeliveryRef, type RunRef } from "../../processing/messages";
 import { openStore, type FailedFilter } from "../../store";
 
 export type ReplayResult =
@@ -33,18 +33,18 @@ const RESET_CONCURRENCY = 16;
  * const result = await replayDelivery(env, { source: "stripe", id: "evt_1" }, { force: false });
  * if (result.kind === "conflict") console.log(`it is ${result.status}`);
  */
-export async function replayDelivery(env: Env, ref: DeliveryRef, options: { force: boolean }): Promise<ReplayResult> {
+export async function replayDelivery(env: Env, ref: RunRef, options: { force: boolean }): Promise<ReplayResult> {
   const from = options.force ? (["failed", "done"] as const) : (["failed"] as const);
   const store = openStore(env);
-  if (!(await store.resetForReplay(ref, from, Date.now()))) {
+  const again = await store.resetForReplay(ref, from, Date.now());
+  if (!again) {
     const state = await store.replayState(ref);
     if (state === null) return { kind: "not_found" };
     // Said for a done one even without force: forcing would not bring the body back.
     const settled = state.status === "done" || state.status === "failed";
     return settled && state.bodyPruned ? { kind: "body_pruned" } : { kind: "conflict", status: state.status };
   }
-  await resetLease(env, ref);
-  await enqueueDelivery(env, ref);
+  await runAgain(env, again);
   return { kind: "replayed" };
 }
 
@@ -55,10 +55,22 @@ export async function replayDelivery(env: Env, ref: DeliveryRef, options: { forc
  * if (await replayIfFailed(env, { source: "stripe", id: "evt_1" })) console.log("replayed");
  */
 export async function replayIfFailed(env: Env, ref: DeliveryRef): Promise<boolean> {
-  if (!(await openStore(env).resetForReplay(ref, ["failed"], Date.now()))) return false;
-  await resetLease(env, ref);
-  await enqueueDelivery(env, ref);
+  const again = await openStore(env).resetForReplay(ref, ["failed"], Date.now());
+  if (!again) return false;
+  await runAgain(env, again);
   return true;
+}
+
+/**
+ * Steps 2 and 3 for what a reset gave a new life: a delivery, or a fanned-out delivery's runs (each
+ * with a lease of its own). The rows already say `received`: a lost send is the sweeper's to recover.
+ */
+async function runAgain(env: Env, refs: readonly RunRef[]): Promise<void> {
+  for (let start = 0; start < refs.length; start += RESET_CONCURRENCY) {
+    await Promise.all(refs.slice(start, start + RESET_CONCURRENCY).map((ref) => resetLease(env, ref)));
+  }
+  if (refs.length === 1) await enqueueDelivery(env, refs[0]!);
+  else if (refs.length > 1) await enqueueDeliveries(env, refs);
 }
 
 /**
@@ -73,11 +85,7 @@ export async function replayFailed(env: Env, options: FailedFilter & { limit: nu
   const { limit, ...filter } = options;
   const store = openStore(env);
   const refs = await store.resetFailedForReplay(filter, limit, Date.now());
-  for (let start = 0; start < refs.length; start += RESET_CONCURRENCY) {
-    await Promise.all(refs.slice(start, start + RESET_CONCURRENCY).map((ref) => resetLease(env, ref)));
-  }
-  // The rows already say `received`, so a lost send is the sweeper's to recover (logged, not thrown).
-  if (refs.length > 0) await enqueueDeliveries(env, refs);
+  await runAgain(env, refs);
   return { replayed: refs.length, remaining: await store.countFailed(filter) };
 }
 
@@ -89,10 +97,10 @@ export async function replayFailed(env: Env, options: FailedFilter & { limit: nu
  * requeues it; the "settled" hint lasts one lease period at most, after which the sweeper sends
  * the row again (test/admin/replay-lease-faults.test.ts).
  */
-async function resetLease(env: Env, ref: DeliveryRef): Promise<void> {
+async function resetLease(env: Env, ref: RunRef): Promise<void> {
   try {
     await leaseFor(env, ref).reset();
   } catch (error) {
-    console.error(`replay: could not reset the lease of ${ref.source}/${ref.id}; it runs once the old lease or the sweeper lets it:`, describeError(error));
+    console.error(`replay: could not reset the lease of ${describeRun(ref)}; it runs once the old lease or the sweeper lets it:`, describeError(error));
   }
 }

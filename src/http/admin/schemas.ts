@@ -22,6 +22,12 @@ export const ErrorSchema = z
 const StatusSchema = z.enum(DELIVERY_STATUSES).openapi("DeliveryStatus");
 const SourceSchema = z.string().min(1).max(100).openapi({ example: "stripe" });
 
+/** A subscriber's name (handler-api/registry.ts SUBSCRIBER_NAME). */
+const SubscriberSchema = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/)
+  .openapi({ example: "crm", description: "a subscriber of the source: a code subscriber's name (`handler` by default) or a forward destination's (`forward`, or `<name>` of `<SOURCE>_FORWARD_<NAME>_URL`)" });
+
 /** No NUL: Postgres cannot compare text holding one (the store keeps an event type's NUL as U+FFFD). */
 const EventTypeSchema = z
   .string()
@@ -144,6 +150,7 @@ export const DeliveryDetailSchema = DeliverySummarySchema.extend({
 export const ListQuerySchema = z.object({
   status: StatusSchema.optional(),
   source: SourceSchema.optional(),
+  subscriber: SubscriberSchema.optional().openapi({ description: "only what this subscriber took; with a status, its own run has that status" }),
   ...FilterFields,
   unhandled: UnhandledSchema,
   limit: z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).default(DEFAULT_LIST_LIMIT),
@@ -167,6 +174,7 @@ export const DeliveryParamsSchema = z.object({
 });
 
 export const ReplayQuerySchema = z.object({
+  subscriber: SubscriberSchema.optional().openapi({ description: "replay only this subscriber's run of a fanned-out delivery" }),
   force: z
     .enum(["true", "false"])
     .default("false")
@@ -190,13 +198,14 @@ export const ReplayRefusedSchema = z
   .openapi("ReplayRefused");
 
 export const ReplayedSchema = z
-  .object({ status: z.literal("replayed"), source: z.string(), id: z.string() })
+  .object({ status: z.literal("replayed"), source: z.string(), id: z.string(), subscriber: z.string().optional() })
   .openapi("Replayed");
 
 export const BulkReplayBodySchema = z
   .strictObject({
     status: z.literal("failed").openapi({ description: "only failed deliveries are replayed in bulk" }),
     source: SourceSchema.optional(),
+    subscriber: SubscriberSchema.optional().openapi({ description: "only this subscriber's failures (the deliveries it alone took, and its runs of fanned-out ones): nothing of the others runs again" }),
     ...FilterFields,
     limit: z.number().int().min(1).max(MAX_BULK_REPLAY_LIMIT).default(DEFAULT_BULK_REPLAY_LIMIT),
   })

@@ -3,7 +3,8 @@
  * object is reset and the delivery is enqueued again (src/http/admin/replayer.ts explains the
  * order). The only write of the admin API and the dashboard.
  */
-import type { DeliveryRef } from "../../delivery-ref";
+import { isSubscriberRun, type RunRef } from "../../delivery-ref";
+import { countFailedRuns, resetFailedRunsForReplay, resetRunForReplay, resetRunsOfReplayed, runReplayState } from "./run-replay";
 import { appendAttempt, entryAt } from "./attempt-log";
 import { attemptJson } from "../attempts";
 import { isoTime } from "../clock";
@@ -23,8 +24,9 @@ function replayFence(param: number): string {
   return `lease_token = max(coalesce(lease_token, 0), ?${param})`;
 }
 
-/** The replay state of one delivery, or null when it does not exist. */
-export async function replayState(db: D1Database, ref: DeliveryRef): Promise<ReplayState | null> {
+/** The replay state of one delivery (or one run of a fanned-out one), or null when it does not exist. */
+export async function replayState(db: D1Database, ref: RunRef): Promise<ReplayState | null> {
+  if (isSubscriberRun(ref)) return runReplayState(db, ref);
   const row = await db
     .prepare("SELECT status, body IS NULL AS pruned FROM deliveries WHERE source = ?1 AND id = ?2")
     .bind(ref.source, ref.id)
@@ -34,53 +36,82 @@ export async function replayState(db: D1Database, ref: DeliveryRef): Promise<Rep
 
 /**
  * Puts one settled delivery back to `received` with attempts at zero, in one statement, when its
- * status is one of `from` and it still has its body. True when it did. `lease_token` is raised to
- * the replay's time (`replayFence`). The body check is in the same statement, so retention cannot
- * clear the body in between: once the row is `received`, retention leaves it alone.
+ * status is one of `from` and it still has its body. `lease_token` is raised to the replay's time
+ * (`replayFence`). The body check is in the same statement, so retention cannot clear the body in
+ * between: once the row is `received`, retention leaves it alone. A fanned-out delivery's runs whose
+ * status is one of `from` get a new life with it (run-replay.ts); a run alone, by its `subscriber`.
+ * Returns what to run again (the delivery, or its runs); null when refused.
  */
-export async function resetForReplay(db: D1Database, ref: DeliveryRef, from: readonly ("failed" | "done")[], nowMs: number): Promise<boolean> {
-  const result = await db
-    .prepare(
-      `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?3, ${replayFence(5)},
-              attempt_log = ${appendAttempt(entryAt(6, "NULL"))}
-        WHERE source = ?1 AND id = ?2 AND status IN (SELECT value FROM json_each(?4)) AND body IS NOT NULL`,
-    )
-    .bind(ref.source, ref.id, isoTime(nowMs), JSON.stringify(from), nowMs, attemptJson("replayed", nowMs, undefined))
-    .run();
-  return result.meta.changes > 0;
+export async function resetForReplay(db: D1Database, ref: RunRef, from: readonly ("failed" | "done")[], nowMs: number): Promise<RunRef[] | null> {
+  if (isSubscriberRun(ref)) return resetRunForReplay(db, ref, from, nowMs);
+  const [reset, runs] = await db.batch<{ fanout: number | null } & RunRef>([
+    db
+      .prepare(
+        `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?3, ${replayFence(5)},
+                attempt_log = ${appendAttempt(entryAt(6, "NULL"))}
+          WHERE source = ?1 AND id = ?2 AND status IN (SELECT value FROM json_each(?4)) AND body IS NOT NULL
+          RETURNING fanout`,
+      )
+      .bind(ref.source, ref.id, isoTime(nowMs), JSON.stringify(from), nowMs, attemptJson("replayed", nowMs, undefined)),
+    resetRunsOfReplayed(db, from, nowMs, ref),
+  ]);
+  const row = reset!.results[0];
+  if (!row) return null;
+  return row.fanout === null ? [{ source: ref.source, id: ref.id }] : runRefs(runs!.results);
+}
+
+/** The runs a statement returned, as refs. */
+function runRefs(rows: readonly RunRef[]): RunRef[] {
+  return rows.map((row) => ({ source: row.source, id: row.id, subscriber: row.subscriber! }));
 }
 
 /**
  * The bulk form: resets up to `limit` failed deliveries matching `filter`, oldest first, and
- * returns them. Retention keeps the bodies of failed deliveries; one without a body (cleared by
- * hand) is skipped, and left out of `countFailed`, so that a caller looping while some remain
- * comes to an end: it stays failed, and a replay of it alone is refused.
+ * returns what to run again (a fanned-out delivery's failed runs in its place). Retention keeps the
+ * bodies of failed deliveries; one without a body (cleared by hand) is skipped, and left out of
+ * `countFailed`, so that a caller looping while some remain comes to an end: it stays failed, and
+ * a replay of it alone is refused. With a `subscriber`: that subscriber's failures only, in the
+ * deliveries it alone took and in its runs of fanned-out ones.
  */
-export async function resetFailedForReplay(db: D1Database, filter: FailedFilter, limit: number, nowMs: number): Promise<DeliveryRef[]> {
-  const { conditions, params } = filterConditions({ ...filter, status: "failed" });
+export async function resetFailedForReplay(db: D1Database, filter: FailedFilter, limit: number, nowMs: number): Promise<RunRef[]> {
+  const { subscriber, ...rest } = filter;
+  const { conditions, params } = filterConditions({ ...rest, status: "failed" });
+  if (subscriber !== undefined) {
+    params.push(subscriber);
+    conditions.push(`fanout IS NULL AND subscriber = ?${params.length}`);
+  }
   const n = params.length;
-  const { results } = await db
-    .prepare(
-      `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?${n + 1}, ${replayFence(n + 3)},
-              attempt_log = ${appendAttempt(entryAt(n + 4, "NULL"))}
-        WHERE (source, id) IN (
-          SELECT source, id FROM deliveries
-           WHERE ${conditions.join(" AND ")} AND body IS NOT NULL
-           ORDER BY received_at
-           LIMIT ?${n + 2})
-        RETURNING source, id`,
-    )
-    .bind(...params, isoTime(nowMs), limit, nowMs, attemptJson("replayed", nowMs, undefined))
-    .all<DeliveryRef>();
-  return results;
+  const [reset, runs] = await db.batch<RunRef>([
+    db
+      .prepare(
+        `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?${n + 1}, ${replayFence(n + 3)},
+                attempt_log = ${appendAttempt(entryAt(n + 4, "NULL"))}
+          WHERE (source, id) IN (
+            SELECT source, id FROM deliveries
+             WHERE ${conditions.join(" AND ")} AND body IS NOT NULL
+             ORDER BY received_at
+             LIMIT ?${n + 2})
+          RETURNING source, id, fanout`,
+      )
+      .bind(...params, isoTime(nowMs), limit, nowMs, attemptJson("replayed", nowMs, undefined)),
+    resetRunsOfReplayed(db, ["failed"], nowMs, null),
+  ]);
+  const deliveries = (reset!.results as ({ fanout: number | null } & RunRef)[]).filter((row) => row.fanout === null).map((row) => ({ source: row.source, id: row.id }));
+  const fannedRuns = runRefs(runs!.results);
+  if (subscriber === undefined || deliveries.length >= limit) return [...deliveries, ...fannedRuns];
+  return [...deliveries, ...(await resetFailedRunsForReplay(db, { ...rest, subscriber }, limit - deliveries.length, nowMs))];
 }
-
 /** How many failed deliveries matching `filter` are left that a bulk replay would take. */
 export async function countFailed(db: D1Database, filter: FailedFilter): Promise<number> {
-  const { conditions, params } = filterConditions({ ...filter, status: "failed" });
+  const { subscriber, ...rest } = filter;
+  const { conditions, params } = filterConditions({ ...rest, status: "failed" });
+  if (subscriber !== undefined) {
+    params.push(subscriber);
+    conditions.push(`fanout IS NULL AND subscriber = ?${params.length}`);
+  }
   const row = await db
     .prepare(`SELECT COUNT(*) AS n FROM deliveries WHERE ${conditions.join(" AND ")} AND body IS NOT NULL`)
     .bind(...params)
     .first<{ n: number }>();
-  return row?.n ?? 0;
+  return (row?.n ?? 0) + (subscriber === undefined ? 0 : await countFailedRuns(db, { ...rest, subscriber }));
 }

@@ -2,7 +2,7 @@
  * The sweeper's queries: find deliveries that nobody is working on, and apply retention.
  * Each is bounded per run, so a large backlog is worked off over several runs.
  */
-import type { DeliveryRef } from "../../delivery-ref";
+import type { DeliveryRef, RunRef } from "../../delivery-ref";
 import { isoTime } from "../clock";
 import { markSql } from "./marks";
 import { COUNTED_MARK_SQL } from "./overview";
@@ -12,7 +12,7 @@ import { BODIES_PRUNED_THROUGH, type RetentionResult, type StrandedCutoffs } fro
  * Returns up to `limit` stranded deliveries and touches their `updated_at`, so the next run
  * does not send them again while they wait in the queue.
  */
-export async function takeStranded(db: D1Database, cutoffs: StrandedCutoffs, nowMs: number, limit: number): Promise<DeliveryRef[]> {
+export async function takeStranded(db: D1Database, cutoffs: StrandedCutoffs, nowMs: number, limit: number): Promise<RunRef[]> {
   const { results } = await db
     .prepare(
       `UPDATE deliveries SET updated_at = ?1
@@ -36,6 +36,30 @@ export async function takeStranded(db: D1Database, cutoffs: StrandedCutoffs, now
       limit,
     )
     .all<DeliveryRef>();
+  if (results.length >= limit) return results;
+  return [...results, ...(await takeStrandedRuns(db, cutoffs, nowMs, limit - results.length))];
+}
+
+/**
+ * The stranded runs of fanned-out deliveries (migrations/0012), by the same rules: a run whose
+ * message was lost, or whose worker and lease alarm both vanished, is sent again.
+ */
+async function takeStrandedRuns(db: D1Database, cutoffs: StrandedCutoffs, nowMs: number, limit: number): Promise<RunRef[]> {
+  const { results } = await db
+    .prepare(
+      `UPDATE subscriber_runs SET updated_at = ?1
+        WHERE (source, id, subscriber) IN (
+          SELECT source, id, subscriber FROM subscriber_runs
+           WHERE status IN ('received', 'processing')
+             AND ((status = 'received' AND attempts = 0 AND updated_at < ?2)
+               OR (status = 'received' AND attempts > 0 AND updated_at < ?3)
+               OR (status = 'processing' AND updated_at < ?4))
+           ORDER BY updated_at
+           LIMIT ?5)
+        RETURNING source, id, subscriber`,
+    )
+    .bind(isoTime(nowMs), isoTime(cutoffs.neverAttemptedBeforeMs), isoTime(cutoffs.retryWaitingBeforeMs), isoTime(cutoffs.processingBeforeMs), limit)
+    .all<Required<RunRef>>();
   return results;
 }
 

@@ -24,7 +24,7 @@ import type { CommitResult, Effect, Takeover } from "../store";
 import { appendAttempt, deferredAttempt, entryAt } from "./attempt-log";
 import { isRaised, isStatementError, pgText, toBytes, toNumber, type Connections, type Queryable } from "./client";
 import { postgresStatement } from "./effects";
-import { claimRun, markRunDone, recordRunResult, runCommittedWith, summarise } from "./subscriber-runs";
+import { claimRun, lockDelivery, markRunDone, recordRunResult, runCommittedWith, summarise } from "./subscriber-runs";
 import { ownTransaction } from "./queryable";
 
 
@@ -125,6 +125,7 @@ export async function commitDone(connections: Connections, ref: RunRef, token: n
     await connections.run((db) =>
       ownTransaction(db, async () => {
         // A subscriber's run has its own row (subscriber-runs.ts), and moves its delivery's summary.
+        if (isSubscriberRun(ref)) await lockDelivery(db, ref);
         const marked = isSubscriberRun(ref) ? await markRunDone(db, ref, token, done.handled, nowMs, done.run) : await markDone(db, ref, token, done.handled, nowMs, done.run);
         if (marked === 0) throw new NoRowToMark(`delivery (${ref.source}, ${ref.id}) is not there to mark done`);
         // One statement each, whatever its text holds (queryable.ts): a second one hidden after a `;` is refused.

@@ -31,7 +31,8 @@ const ORDER = "ORDER BY received_at DESC, source DESC, id DESC";
 function filterTerms(filter: DeliveryFilter): { served: Term[]; residual: Term[] } {
   const served: Term[] = [];
   const residual: Term[] = [];
-  if (filter.status) (filter.status === "done" ? residual : served).push(fixed(STATUS_FILTER[filter.status]));
+  // With a subscriber, the status is that subscriber's (below), not the delivery's summary.
+  if (filter.status && !filter.subscriber) (filter.status === "done" ? residual : served).push(fixed(STATUS_FILTER[filter.status]));
   // ISO times in UTC with milliseconds compare as text in time order (COLLATE "C", store/clock.ts).
   if (filter.since) served.push(bound((n) => `received_at >= $${n}`, filter.since));
   if (filter.until) served.push(bound((n) => `received_at < $${n}`, filter.until));
@@ -39,6 +40,18 @@ function filterTerms(filter: DeliveryFilter): { served: Term[]; residual: Term[]
   if (filter.eventType) residual.push(bound((n) => `event_type = $${n}`, filter.eventType));
   // `handled` is set by the done mark only (a replay clears it): false is a done delivery no handler matched.
   if (filter.unhandled) residual.push(fixed("handled = false"));
+  // The ones it alone took (its name on the row), and its runs of fanned-out ones (migrations/0012);
+  // with a status, its own progress has it. The status is one of DELIVERY_STATUSES (the API checks it).
+  if (filter.subscriber) {
+    const runStatus = filter.status ? ` AND r.status = '${filter.status}'` : "";
+    const ownStatus = filter.status ? ` AND status = '${filter.status}'` : "";
+    residual.push(
+      bound(
+        (n) => `((fanout IS NULL AND subscriber = $${n}${ownStatus}) OR (source, id) IN (SELECT r.source, r.id FROM subscriber_runs AS r WHERE r.subscriber = $${n}${runStatus}))`,
+        filter.subscriber,
+      ),
+    );
+  }
   return { served, residual };
 }
 

@@ -4,7 +4,8 @@
  * explains the order). The only write of the admin API and the dashboard. Same statements and
  * promises as the D1 store's (store/d1/replay.ts); what Postgres adds is concurrency, said where it matters.
  */
-import type { DeliveryRef } from "../../delivery-ref";
+import { isSubscriberRun, type DeliveryRef, type RunRef } from "../../delivery-ref";
+import { countFailedRuns, resetFailedRunsForReplay, resetRunForReplay, resetRunsOfReplayed, runReplayState } from "./run-replay";
 import { attemptJson } from "../attempts";
 import { isoTime } from "../clock";
 import type { DeliveryStatus } from "../deliveries";
@@ -12,7 +13,7 @@ import type { FailedFilter, ReplayState } from "../replay-state";
 import { toNumber } from "./client";
 import { appendAttempt, entryAt } from "./attempt-log";
 import { filterConditions } from "./listing";
-import type { Queryable } from "./queryable";
+import { ownTransaction, type Queryable } from "./queryable";
 
 /**
  * A replay's fence (`$param`: its time, ms): `lease_token` becomes at least the replay's time. Lease
@@ -34,7 +35,8 @@ const NEW_LIFE = "status = 'received', attempts = 0, error = NULL, handled = NUL
  * @example
  * const state = await replayState(client, { source: "stripe", id: "evt_1" }); // { status: "failed", bodyPruned: false }
  */
-export async function replayState(q: Queryable, ref: DeliveryRef): Promise<ReplayState | null> {
+export async function replayState(q: Queryable, ref: RunRef): Promise<ReplayState | null> {
+  if (isSubscriberRun(ref)) return runReplayState(q, ref);
   const { rows } = await q.query<{ status: DeliveryStatus; pruned: boolean }>("SELECT status, body IS NULL AS pruned FROM deliveries WHERE source = $1 AND id = $2", [
     ref.source,
     ref.id,
@@ -54,13 +56,20 @@ export async function replayState(q: Queryable, ref: DeliveryRef): Promise<Repla
  * @example
  * if (!(await resetForReplay(client, ref, ["failed"], Date.now()))) console.log(await replayState(client, ref));
  */
-export async function resetForReplay(q: Queryable, ref: DeliveryRef, from: readonly ("failed" | "done")[], nowMs: number): Promise<boolean> {
-  const { rowCount } = await q.query(
-    `UPDATE deliveries SET ${NEW_LIFE}, updated_at = $3, ${replayFence(5)}, attempt_log = ${appendAttempt(entryAt(6, "NULL"))}
-      WHERE source = $1 AND id = $2 AND status = ANY ($4::text[]) AND body IS NOT NULL`,
-    [ref.source, ref.id, isoTime(nowMs), from, nowMs, attemptJson("replayed", nowMs, undefined)],
-  );
-  return (rowCount ?? 0) > 0;
+export async function resetForReplay(q: Queryable, ref: RunRef, from: readonly ("failed" | "done")[], nowMs: number): Promise<RunRef[] | null> {
+  if (isSubscriberRun(ref)) return resetRunForReplay(q, ref, from, nowMs);
+  return ownTransaction(q, async () => {
+    const { rows } = await q.query<{ fanout: number | null }>(
+      `UPDATE deliveries SET ${NEW_LIFE}, updated_at = $3, ${replayFence(5)}, attempt_log = ${appendAttempt(entryAt(6, "NULL"))}
+        WHERE source = $1 AND id = $2 AND status = ANY ($4::text[]) AND body IS NOT NULL
+        RETURNING fanout`,
+      [ref.source, ref.id, isoTime(nowMs), from, nowMs, attemptJson("replayed", nowMs, undefined)],
+    );
+    const row = rows[0];
+    if (!row) return null;
+    // A fanned-out delivery's runs in `from` get their new life with it (run-replay.ts).
+    return row.fanout === null ? [{ source: ref.source, id: ref.id }] : resetRunsOfReplayed(q, [ref], from, nowMs);
+  });
 }
 
 /**
@@ -80,23 +89,35 @@ export async function resetForReplay(q: Queryable, ref: DeliveryRef, from: reado
  * @example
  * const refs = await resetFailedForReplay(client, { source: "stripe" }, 100, Date.now());
  */
-export async function resetFailedForReplay(q: Queryable, filter: FailedFilter, limit: number, nowMs: number): Promise<DeliveryRef[]> {
-  const { conditions, params } = filterConditions({ ...filter, status: "failed" });
+export async function resetFailedForReplay(q: Queryable, filter: FailedFilter, limit: number, nowMs: number): Promise<RunRef[]> {
+  const { subscriber, ...rest } = filter;
+  const { conditions, params } = filterConditions({ ...rest, status: "failed" });
+  if (subscriber !== undefined) {
+    params.push(subscriber);
+    conditions.push(`fanout IS NULL AND subscriber = $${params.length}`);
+  }
   const n = params.length;
-  const { rows } = await q.query<DeliveryRef>(
-    `WITH reset AS (
-       UPDATE deliveries SET ${NEW_LIFE}, updated_at = $${n + 1}, ${replayFence(n + 3)}, attempt_log = ${appendAttempt(entryAt(n + 4, "NULL"))}
-        WHERE (source, id) IN (
-          SELECT source, id FROM deliveries
-           WHERE ${conditions.join(" AND ")} AND body IS NOT NULL
-           ORDER BY received_at
-           LIMIT $${n + 2}
-           FOR UPDATE SKIP LOCKED)
-        RETURNING source, id, received_at)
-     SELECT source, id FROM reset ORDER BY received_at, source, id`,
-    [...params, isoTime(nowMs), limit, nowMs, attemptJson("replayed", nowMs, undefined)],
-  );
-  return rows.map((row) => ({ source: row.source, id: row.id }));
+  const reset = await ownTransaction(q, async () => {
+    const { rows } = await q.query<DeliveryRef & { fanout: number | null }>(
+      `WITH reset AS (
+         UPDATE deliveries SET ${NEW_LIFE}, updated_at = $${n + 1}, ${replayFence(n + 3)}, attempt_log = ${appendAttempt(entryAt(n + 4, "NULL"))}
+          WHERE (source, id) IN (
+            SELECT source, id FROM deliveries
+             WHERE ${conditions.join(" AND ")} AND body IS NOT NULL
+             ORDER BY received_at
+             LIMIT $${n + 2}
+             FOR UPDATE SKIP LOCKED)
+          RETURNING source, id, fanout, received_at)
+       SELECT source, id, fanout FROM reset ORDER BY received_at, source, id`,
+      [...params, isoTime(nowMs), limit, nowMs, attemptJson("replayed", nowMs, undefined)],
+    );
+    // A fanned-out delivery runs again through its failed runs, which get their new life with it.
+    const fanned = rows.filter((row) => row.fanout !== null);
+    const runs = await resetRunsOfReplayed(q, fanned, ["failed"], nowMs);
+    return [...rows.filter((row) => row.fanout === null).map((row): RunRef => ({ source: row.source, id: row.id })), ...runs];
+  });
+  if (subscriber === undefined || reset.length >= limit) return reset;
+  return [...reset, ...(await resetFailedRunsForReplay(q, { ...rest, subscriber }, limit - reset.length, nowMs))];
 }
 
 /**
@@ -105,7 +126,12 @@ export async function resetFailedForReplay(q: Queryable, filter: FailedFilter, l
  * const remaining = await countFailed(client, { source: "stripe" });
  */
 export async function countFailed(q: Queryable, filter: FailedFilter): Promise<number> {
-  const { conditions, params } = filterConditions({ ...filter, status: "failed" });
+  const { subscriber, ...rest } = filter;
+  const { conditions, params } = filterConditions({ ...rest, status: "failed" });
+  if (subscriber !== undefined) {
+    params.push(subscriber);
+    conditions.push(`fanout IS NULL AND subscriber = $${params.length}`);
+  }
   const { rows } = await q.query<{ n: string }>(`SELECT count(*) AS n FROM deliveries WHERE ${conditions.join(" AND ")} AND body IS NOT NULL`, params);
-  return toNumber(rows[0]?.n ?? 0);
+  return toNumber(rows[0]?.n ?? 0) + (subscriber === undefined ? 0 : await countFailedRuns(q, { ...rest, subscriber }));
 }

@@ -37,7 +37,10 @@ export async function fanOut(db: Queryable, ref: DeliveryRef, token: number, sub
 
 /** The subscribers whose runs are not settled, the summary brought up to date first (D1's `pendingRuns`). */
 export async function pendingRuns(db: Queryable, ref: DeliveryRef, nowMs: number): Promise<string[]> {
-  await summarise(db, ref, nowMs);
+  await ownTransaction(db, async () => {
+    await lockDelivery(db, ref);
+    await summarise(db, ref, nowMs);
+  });
   const { rows } = await db.query<{ subscriber: string }>(
     "SELECT subscriber FROM subscriber_runs WHERE source = $1 AND id = $2 AND status IN ('received', 'processing') ORDER BY subscriber",
     [ref.source, ref.id],
@@ -60,6 +63,7 @@ export async function claimRun(db: Queryable, ref: Required<RunRef>, token: numb
   const vanished = "status = 'processing' AND (lease_token = $6::bigint OR $6::bigint = 0)";
   const gaveUp = `${vanished} AND attempts + 1 >= $5::integer`;
   return ownTransaction(db, async () => {
+    await lockDelivery(db, ref);
     const { rows } = await db.query<{ status: string; attempts: number; error: string | null; last_attempt: unknown }>(
       `UPDATE subscriber_runs
           SET status = CASE WHEN ${again} OR status = 'failed' THEN status WHEN ${gaveUp} THEN 'failed' ELSE 'processing' END,
@@ -109,6 +113,7 @@ export async function runCommittedWith(db: Queryable, ref: Required<RunRef>, tok
 export async function recordRunResult(db: Queryable, ref: Required<RunRef>, token: number, result: RunResult, nowMs: number, run?: RunTiming): Promise<number> {
   const write = resultWrite(result, nowMs, run, pgText);
   return ownTransaction(db, async () => {
+    await lockDelivery(db, ref);
     const { rows } = await db.query<{ repeats: unknown }>(
       `UPDATE subscriber_runs
           SET status = $5::text, error = coalesce($6::text, error), attempts = attempts + $7::integer, lease_token = $3::bigint, updated_at = $8::text,
@@ -123,7 +128,17 @@ export async function recordRunResult(db: Queryable, ref: Required<RunRef>, toke
   });
 }
 
-/** The delivery's row as the summary of its runs (D1's `summarise`). */
+/**
+ * Locks the delivery's row for the rest of the transaction: the first statement of every
+ * transaction that moves one of its runs and then its summary. Two runs of one delivery settling at
+ * once would otherwise each summarise without seeing the other's result (read committed: each sees
+ * the other still unsettled), and the summary would stay `processing`. D1 runs one statement at a time.
+ */
+export async function lockDelivery(db: Queryable, ref: DeliveryRef): Promise<void> {
+  await db.query("SELECT 1 FROM deliveries WHERE source = $1 AND id = $2 FOR UPDATE", [ref.source, ref.id]);
+}
+
+/** The delivery's row as the summary of its runs (D1's `summarise`); in a transaction, after `lockDelivery`. */
 export async function summarise(db: Queryable, ref: DeliveryRef, nowMs: number): Promise<void> {
   const runs = "FROM subscriber_runs AS r WHERE r.source = $1 AND r.id = $2";
   await db.query(

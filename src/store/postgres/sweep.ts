@@ -9,7 +9,7 @@
  * row another writer holds right now (a consumer recording a result, a replay, another sweep) is
  * left to the next run. Two sweeps at once take disjoint rows.
  */
-import type { DeliveryRef } from "../../delivery-ref";
+import type { DeliveryRef, RunRef } from "../../delivery-ref";
 import { isoTime } from "../clock";
 import { BODIES_PRUNED_THROUGH, type RetentionResult, type StrandedCutoffs } from "../sweeping";
 import { lockCountedMark } from "./overview";
@@ -21,7 +21,7 @@ import { ownTransaction, type Queryable } from "./queryable";
  * @example
  * const refs = await takeStranded(client, { neverAttemptedBeforeMs: now - 60_000, retryWaitingBeforeMs: now - 60_000, processingBeforeMs: now - 600_000 }, now, 500);
  */
-export async function takeStranded(q: Queryable, cutoffs: StrandedCutoffs, nowMs: number, limit: number): Promise<DeliveryRef[]> {
+export async function takeStranded(q: Queryable, cutoffs: StrandedCutoffs, nowMs: number, limit: number): Promise<RunRef[]> {
   const { rows } = await q.query<DeliveryRef>(
     `UPDATE deliveries SET updated_at = $1
       WHERE (source, id) IN (
@@ -38,7 +38,28 @@ export async function takeStranded(q: Queryable, cutoffs: StrandedCutoffs, nowMs
       RETURNING source, id`,
     [isoTime(nowMs), isoTime(cutoffs.neverAttemptedBeforeMs), isoTime(cutoffs.retryWaitingBeforeMs), isoTime(cutoffs.processingBeforeMs), limit],
   );
-  return rows.map((row) => ({ source: row.source, id: row.id }));
+  const refs: RunRef[] = rows.map((row) => ({ source: row.source, id: row.id }));
+  if (refs.length >= limit) return refs;
+  return [...refs, ...(await takeStrandedRuns(q, cutoffs, nowMs, limit - refs.length))];
+}
+
+/** The stranded runs of fanned-out deliveries, by the same rules (D1's `takeStrandedRuns`). */
+async function takeStrandedRuns(q: Queryable, cutoffs: StrandedCutoffs, nowMs: number, limit: number): Promise<RunRef[]> {
+  const { rows } = await q.query<Required<RunRef>>(
+    `UPDATE subscriber_runs SET updated_at = $1
+      WHERE (source, id, subscriber) IN (
+        SELECT source, id, subscriber FROM subscriber_runs
+         WHERE status IN ('received', 'processing')
+           AND ((status = 'received' AND attempts = 0 AND updated_at < $2)
+             OR (status = 'received' AND attempts > 0 AND updated_at < $3)
+             OR (status = 'processing' AND updated_at < $4))
+         ORDER BY updated_at
+         LIMIT $5
+         FOR UPDATE SKIP LOCKED)
+      RETURNING source, id, subscriber`,
+    [isoTime(nowMs), isoTime(cutoffs.neverAttemptedBeforeMs), isoTime(cutoffs.retryWaitingBeforeMs), isoTime(cutoffs.processingBeforeMs), limit],
+  );
+  return rows.map((row) => ({ source: row.source, id: row.id, subscriber: row.subscriber }));
 }
 
 /** Where body pruning stopped last ('' before its first run). */
