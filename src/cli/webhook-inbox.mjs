@@ -6,7 +6,7 @@
  *   webhook-inbox sources [--all]
  *   webhook-inbox list [--status failed] [--source stripe] [--type T] [--since T] [--until T] [--limit 50] [--cursor c]
  *   webhook-inbox show <source> <id>
- *   webhook-inbox replay <source> <id> [--force]
+ *   webhook-inbox replay <source> <id> [--subscriber NAME] [--force]
  *   webhook-inbox replay --failed [--source stripe] [--type T] [--since T] [--until T]
  *   webhook-inbox send <source> [file] [--id ID] [--event TYPE] [--provider P]
  *
@@ -15,9 +15,10 @@
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createAdminClient, InboxError } from "./lib/admin-client.mjs";
-import { bodyText, table } from "./lib/format.mjs";
+import { table } from "./lib/format.mjs";
 import { resolveInbox } from "./lib/local-inbox.mjs";
 import { sendDelivery } from "./lib/send.mjs";
+import { show } from "./lib/show.mjs";
 import { sources } from "./lib/sources.mjs";
 import { status, STATUSES } from "./lib/status.mjs";
 import { HELP } from "./lib/help.mjs";
@@ -41,6 +42,7 @@ const OPTIONS = /** @type {const} */ ({
   until: { type: "string" },
   unhandled: { type: "boolean" },
   force: { type: "boolean" },
+  subscriber: { type: "string" },
   failed: { type: "boolean" },
   id: { type: "string" },
   event: { type: "string" },
@@ -109,15 +111,15 @@ export async function main(argv, io = {}) {
         break;
       case "show":
         expectArguments(rest, 2, "show <source> <id>");
-        await show(client, /** @type {[string, string]} */ (rest), print, out);
+        await show(client, deliveryPath(...(/** @type {[string, string]} */ (rest))), print, out);
         break;
       case "replay":
         if (values.failed) {
-          expectArguments(rest, 0, "replay --failed [--source S] [--type T] [--since T] [--until T]");
+          expectArguments(rest, 0, "replay --failed [--source S] [--subscriber NAME] [--type T] [--since T] [--until T]");
           await replayFailed(client, filterOf(values), print, out);
         } else {
-          expectArguments(rest, 2, "replay <source> <id> [--force], or replay --failed");
-          await replayOne(client, /** @type {[string, string]} */ (rest), Boolean(values.force), print, out);
+          expectArguments(rest, 2, "replay <source> <id> [--subscriber NAME] [--force], or replay --failed");
+          await replayOne(client, /** @type {[string, string]} */ (rest), { force: Boolean(values.force), subscriber: values.subscriber }, print, out);
         }
         break;
       default:
@@ -141,11 +143,13 @@ function expectArguments(rest, count, form) {
 
 /**
  * The filters a listing and a bulk replay share, in the admin API's names (the API checks the times).
- * @param {{ source?: string, type?: string, since?: string, until?: string }} values
+ * @param {{ source?: string, subscriber?: string, type?: string, since?: string, until?: string }} values
  */
 function filterOf(values) {
   return Object.fromEntries(
-    Object.entries({ source: values.source, eventType: values.type, since: values.since, until: values.until }).filter(([, value]) => value !== undefined),
+    Object.entries({ source: values.source, subscriber: values.subscriber, eventType: values.type, since: values.since, until: values.until }).filter(
+      ([, value]) => value !== undefined,
+    ),
   );
 }
 
@@ -191,61 +195,21 @@ async function list(client, values, print, out) {
   }
 }
 
-/** @param {AdminClient} client @param {[string, string]} ref @param {Printer} print @param {Out} out */
-async function show(client, [source, id], print, out) {
-  const delivery = await client.get(deliveryPath(source, id));
-  if (print) return print(delivery);
-  const handled = delivery.handled === null ? (delivery.status === "failed" ? "no (its handler failed)" : "not yet") : delivery.handled ? "yes" : "no (no handler matched)";
-  const duplicates = delivery.duplicates > 0 ? `${delivery.duplicates} (the last at ${delivery.lastDuplicateAt})` : "none";
-  out(
-    table(
-      ["FIELD", "VALUE"],
-      [
-        ["delivery", `${delivery.source}/${delivery.id}`],
-        ["event type", delivery.eventType],
-        ["status", delivery.status],
-        ["attempts", delivery.attempts],
-        ["handled", handled],
-        ["duplicates", duplicates],
-        ["error", delivery.error],
-        ["received", delivery.receivedAt],
-        ["updated", delivery.updatedAt],
-        ["body", delivery.body === null ? null : `${delivery.body.bytes} bytes`],
-      ],
-      { maxWidth: 1_000 },
-    ),
-  );
-  if (delivery.attemptLog?.length > 0) {
-    out("");
-    /** @type {{ attempt: number | null, at: string | null, ms: number | null, outcome: string, error: string | null, count?: number }[]} */
-    const log = delivery.attemptLog;
-    // A repeated deferral is one entry with a count (its start and time the latest's): "deferred ×12".
-    const outcome = (/** @type {typeof log[number]} */ entry) => (entry.count === undefined ? entry.outcome : `${entry.outcome} ×${entry.count}`);
-    // A replay starts the count again at 1: the runs after one say which round they belong to.
-    let replays = 0;
-    const attempt = (/** @type {typeof log[number]} */ entry) =>
-      entry.outcome === "replayed" ? `replay ${++replays}` : entry.attempt === null ? null : replays === 0 ? entry.attempt : `${entry.attempt} after replay ${replays}`;
-    out(table(["ATTEMPT", "STARTED", "TOOK", "OUTCOME", "ERROR"], log.map((entry) => [attempt(entry), entry.at, entry.ms === null ? null : `${entry.ms} ms`, outcome(entry), entry.error]), { maxWidth: 200 }));
-  }
-  if (delivery.headers) {
-    out("");
-    /** @type {[string, string][]} */
-    const headers = delivery.headers;
-    out(headers.map(([name, value]) => `${name}: ${value}`).join("\n"));
-  }
-  out("");
-  out(bodyText(delivery.body));
-}
-
-/** @param {AdminClient} client @param {[string, string]} ref @param {boolean} force @param {Printer} print @param {Out} out */
-async function replayOne(client, [source, id], force, print, out) {
-  const result = await client.post(`${deliveryPath(source, id)}/replay${force ? "?force=true" : ""}`).catch((error) => {
+/**
+ * @param {AdminClient} client @param {[string, string]} ref @param {{ force: boolean, subscriber?: string }} options
+ * @param {Printer} print @param {Out} out
+ */
+async function replayOne(client, [source, id], { force, subscriber }, print, out) {
+  const query = new URLSearchParams();
+  if (subscriber !== undefined) query.set("subscriber", subscriber);
+  if (force) query.set("force", "true");
+  const result = await client.post(`${deliveryPath(source, id)}/replay${query.size > 0 ? `?${query}` : ""}`).catch((error) => {
     // The API names its query parameter; here the user's word for it is the flag.
     if (error instanceof InboxError && error.code === "conflict") error.message = error.message.replace("add ?force=true", "pass --force");
     throw error;
   });
   if (print) return print(result);
-  out(`replayed ${source}/${id}: back to received, attempts reset, enqueued`);
+  out(`replayed ${source}/${id}${subscriber === undefined ? "" : ` for ${subscriber}`}: back to received, attempts reset, enqueued`);
 }
 
 /**

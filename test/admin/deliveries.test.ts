@@ -52,6 +52,8 @@ describe("GET /admin/deliveries", () => {
           updatedAt: "2026-12-01T00:00:00.000Z",
           duplicates: 0,
           lastDuplicateAt: null,
+          subscriber: null,
+          fanout: null,
         },
       ],
       nextCursor: null,

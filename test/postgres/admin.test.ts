@@ -114,6 +114,9 @@ describe("getDelivery", () => {
       updatedAt: "2026-12-01T12:00:00.000Z",
       duplicates: 0,
       lastDuplicateAt: null,
+      subscriber: null,
+      fanout: null,
+      runs: [],
       body,
       headers,
       attemptLog,
@@ -152,7 +155,7 @@ describe("getDelivery", () => {
 
   it("shows a replay at the end of the history", async () => {
     await seed("pg-get", "replayed", { status: "failed", attempts: 1, error: "boom", attemptLog: [{ attempt: 1, at: null, ms: 5, outcome: "failed", error: "boom" }] });
-    expect(await db((q) => resetForReplay(q, { source: "pg-get", id: "replayed" }, ["failed"], NOW))).toBe(true);
+    expect(await db((q) => resetForReplay(q, { source: "pg-get", id: "replayed" }, ["failed"], NOW))).not.toBeNull();
     const detail = await db((q) => getDelivery(q, { source: "pg-get", id: "replayed" }));
     expect(detail).toMatchObject({ status: "received", attempts: 0, error: null, handled: null });
     expect(detail!.attemptLog.map((entry) => [entry.attempt, entry.outcome, entry.at])).toEqual([

@@ -64,7 +64,7 @@ describe("applyRetention", () => {
 
   it("keeps a replayed delivery until its new run has settled, then deletes it", async () => {
     await seed("keep-replayed", "replayed", "failed");
-    expect(await store().resetForReplay({ source: "keep-replayed", id: "replayed" }, ["failed"], NOW)).toBe(true);
+    expect(await store().resetForReplay({ source: "keep-replayed", id: "replayed" }, ["failed"], NOW)).not.toBeNull();
     await applyRetention(DELETE_BEFORE, CLEAR_BEFORE, 100);
     expect(await deliveryRow("keep-replayed", "replayed")).toMatchObject({ status: "received", body: expect.anything() });
     await exec(sql`UPDATE deliveries SET status = 'done' WHERE source = 'keep-replayed'`);

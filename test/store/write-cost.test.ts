@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { claimedDelivery, markDone, markTakeover, readClaim, recordResult } from "../../src/store/d1/lifecycle";
 import { DUPLICATE_SQL } from "../../src/store/d1/duplicates";
 import { insertDelivery } from "../../src/store/d1/record";
+import { fanOut, markRunDone, requireRunDone, summarise } from "../../src/store/d1/subscriber-runs";
 
 const NOW = Date.parse("2026-12-02T00:00:00.000Z");
 const body = new TextEncoder().encode('{"type":"payment.succeeded"}');
@@ -72,5 +73,24 @@ describe("rows written for duplicates (migrations/0009)", () => {
     const lines = results.map((row) => row.detail);
     expect(lines.filter((line) => /^SCAN /.test(line))).toEqual([]);
     expect(lines.join("\n")).toContain("deliveries_by_content_digest");
+  });
+});
+
+describe("rows written for subscribers (migrations/0012)", () => {
+  it("a delivery one subscriber takes writes no row more: its name goes with its done mark", async () => {
+    const ref = { source: "cost-subs", id: "one" };
+    await insertDelivery(env.DB, { ...ref, eventType: null, body, receivedAtMs: NOW }).run();
+    const done = await markDone(env.DB, ref, NOW + 1, true, NOW, { startedAtMs: NOW, subscriber: "ledger" }).run();
+    expect(done.meta.rows_written).toBe(1);
+  });
+
+  it("a fan-out to N writes the delivery's row and its pending entry (2, as a takeover) and 2 per run; each run's done mark 1, its summary 2 (the row and its pending entry)", async () => {
+    const ref = { source: "cost-subs", id: "three" };
+    await insertDelivery(env.DB, { ...ref, eventType: null, body, receivedAtMs: NOW }).run();
+    const [marked, runs] = await env.DB.batch(fanOut(env.DB, ref, NOW + 1, ["a", "b", "c"], NOW));
+    expect([marked!.meta.rows_written, runs!.meta.rows_written]).toEqual([2, 6]);
+    const run = { ...ref, subscriber: "a" };
+    const [done, guard, summary] = await env.DB.batch([markRunDone(env.DB, run, NOW + 2, true, NOW), requireRunDone(env.DB, run, NOW + 2), summarise(env.DB, ref, NOW)]);
+    expect([done!.meta.rows_written, guard!.meta.rows_written, summary!.meta.rows_written]).toEqual([1, 0, 2]);
   });
 });

@@ -17,9 +17,11 @@ Commands:
                                       --unhandled: done with no handler matched)
   show <source> <id>                  one delivery: its fields, request headers, attempt
                                       history and body
-  replay <source> <id> [--force]      put a failed delivery back (--force: also a done one)
-  replay --failed [--source S]        put every failed delivery back (of one source, event
-       [--type T] [--since T]         type or time range)
+  replay <source> <id> [--force]      put a failed delivery back (--force: also a done one;
+       [--subscriber NAME]            --subscriber: only that subscriber's run of it)
+  replay --failed [--source S]        put every failed delivery back (of one source, one
+       [--subscriber NAME]            subscriber's failures only, event type or time range)
+       [--type T] [--since T]
        [--until T]
   send <source> [file]                sign a sample delivery of the source's provider (or
        [--id ID] [--event TYPE]       the file, as is; - reads stdin) with its secret
