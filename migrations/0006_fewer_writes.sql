@@ -1,7 +1,7 @@
 -- Fewer rows written per delivery (issue 12). Each row written is billed, and D1 runs one query
 -- at a time per database, so the writes of one delivery are also the inbox's throughput ceiling.
 -- D1 counts a row for the table and one for each index entry a statement inserts (removing an
--- entry costs nothing), measured in test/store/write-cost.test.ts. Before: 9 rows per delivery
+-- entry costs nothing), measured in test/store/d1/write-cost.test.ts. Before: 9 rows per delivery
 -- on the hot path (insert 4: the rowid table, its primary-key index, two indexes; the
 -- `processing` mark 2; the `done` mark 3, with the body-pruning index). After: 4.
 --

@@ -1,7 +1,7 @@
 -- What the dashboard needs (issue 13), at no extra row written on the hot path.
 --
 -- A delivery's request headers and its attempt history are columns of its own row: the insert and
--- the result marks write that row anyway, and D1 bills rows, not bytes (test/store/write-cost.test.ts).
+-- the result marks write that row anyway, and D1 bills rows, not bytes (test/store/d1/write-cost.test.ts).
 -- Credential headers are never stored (src/store/headers.ts); retention clears `headers` with the body.
 ALTER TABLE deliveries ADD COLUMN headers TEXT;
 -- A JSON array, oldest first, of the last 50 runs and replays (src/store/d1/attempt-log.ts).

@@ -71,8 +71,8 @@ export default defineConfig(async () => ({
   test: {
     // npm run bench sets BENCH_METER to run its operation counter (bench/meter.spec.ts) instead.
     include: process.env.BENCH_METER ? ["bench/meter.spec.ts"] : ["test/**/*.test.ts"],
-    // test/postgres needs a Postgres server: npm run test:postgres (test/vitest.postgres.config.ts).
-    exclude: ["test/e2e/**", "test/postgres/**"],
+    // test/store/postgres needs a Postgres server: npm run test:postgres (test/vitest.postgres.config.ts).
+    exclude: ["test/e2e/**", "test/store/postgres/**"],
     setupFiles: ["./test/setup/apply-migrations.ts"],
     // A real HTTP backend for the forwarding tests, in Node; its URL reaches them by inject().
     globalSetup: ["./test/setup/forward-backend.mjs"],

@@ -1,5 +1,5 @@
 /**
- * The Postgres suite (`npm run test:postgres`): test/postgres inside workerd, on a real Postgres.
+ * The Postgres suite (`npm run test:postgres`): test/store/postgres inside workerd, on a real Postgres.
  *
  * test/setup/postgres.mjs (a globalSetup, which vitest runs before the Workers pool reads its
  * options) starts a private server and migrates it; the pool's options are then a function of its
@@ -13,7 +13,7 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
-import { BOTH_STORES } from "./store-suites.ts";
+import { BOTH_STORES_FILES } from "./store-suites.ts";
 import { workersPoolOptions } from "./vitest.config.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -29,10 +29,10 @@ export default defineConfig(async () => {
       }),
     ],
     test: {
-      // Postgres's own tests, and the files that run on both stores (test/store-suites.ts).
-      include: ["test/postgres/**/*.test.ts", ...BOTH_STORES],
+      // Postgres's own tests, and the folders that run on both stores (test/store-suites.ts).
+      include: ["test/store/postgres/**/*.test.ts", ...BOTH_STORES_FILES],
       // The postgres environment keeps the D1 binding (wrangler.toml says why); migrated as in npm test.
-      // Then each file of BOTH_STORES gets a Postgres schema of its own (postgres-schema.ts).
+      // Then each file of BOTH_STORES's folders gets a Postgres schema of its own (postgres-schema.ts).
       setupFiles: ["./test/setup/apply-migrations.ts", "./test/setup/postgres-schema.ts"],
       globalSetup: ["./test/setup/postgres.mjs", "./test/setup/forward-backend.mjs"],
       // A limit for the runner, not a time any test asserts: a request's store operation opens a

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const VITEST = join(ROOT, "node_modules", "vitest", "vitest.mjs");
-const FILES = ["test/processing/lease.test.ts", "test/forwarding/limiter.test.ts"];
+const FILES = ["test/processing/lease/lease.test.ts", "test/forwarding/store-free/limiter.test.ts"];
 
 describe("the eviction tests' output", { timeout: 300_000 }, () => {
   it("passes without an uncaught exception logged by the runtime", async () => {

@@ -2,7 +2,7 @@
 // delivery whose id carries one is refused (400, the provider stops); reads that name one get a 400
 // from the admin API, and the dashboard reads past it.
 import { describe, expect, it } from "vitest";
-import { admin } from "../admin/client";
+import { admin } from "./admin/client";
 import { post, stripeSignature, unique } from "../helpers/provider-signers";
 
 describe("NUL characters", () => {

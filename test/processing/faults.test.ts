@@ -2,7 +2,7 @@
  * The consumer under injected faults: slow and hung handlers, database and lease-object brownouts,
  * commits and marks that land and then report an error, a crash between a handler's external call
  * and its commit. Each drives the real consumer, lease objects and store, D1 or Postgres
- * (test/helpers/faults.ts, test/helpers/store-faults.ts). D1's shared commits: faults-d1.test.ts.
+ * (test/helpers/faults.ts, test/helpers/store-faults.ts). D1's shared commits: test/store/d1/faults.test.ts.
  */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";

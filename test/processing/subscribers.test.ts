@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { defineHandlers, PermanentError, subscribers, type Handler } from "../../src/handler-api";
 import { openStore } from "../../src/store";
 import { sql } from "../../src/sql";
-import { adminWithEnv } from "../admin/client";
+import { adminWithEnv } from "../http/admin/client";
 import { faultyQueue } from "../helpers/faults";
 import { backendCalls, forwardingTo, planBackend } from "../helpers/forward-backend";
 import { capturingQueue, consume, createEffectTables, runRow, storeDelivery } from "../helpers/processing";

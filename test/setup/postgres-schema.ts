@@ -2,7 +2,7 @@
  * Under `npm run test:postgres`, gives each test file that runs on both stores (test/store-suites.ts)
  * a Postgres schema of its own, as `npm test` gives each file a D1 of its own: the tests of one file
  * run in order on its data (counts accumulate, ids repeat across files), while the files run at once
- * on one server. test/postgres/* keep the database as they found it (they isolate themselves).
+ * on one server. test/store/postgres/* keep the database as they found it (they isolate themselves).
  *
  * The schema is made afresh (dropped first, should a watch-mode rerun find it) and migrated with
  * migrations-postgres, in order; the Worker's `env.HYPERDRIVE` is then a binding whose connection
@@ -24,7 +24,7 @@ const MIGRATIONS = Object.entries(import.meta.glob<string>("../../migrations-pos
 /** This file's path from the project's root, e.g. test/processing/consumer.test.ts. */
 const testPath = (expect.getState().testPath ?? "").replace(/^.*?\/test\//, "test/");
 
-if (env.HYPERDRIVE && !testPath.startsWith("test/postgres/")) {
+if (env.HYPERDRIVE && !testPath.startsWith("test/store/postgres/")) {
   // A name of its own per file (at most 63 characters): the path, with what an identifier cannot hold replaced.
   const schema = `t_${testPath.replace(/^test\//, "").replace(/\.test\.ts$/, "").replace(/[^a-z0-9]+/gi, "_").toLowerCase()}`.slice(0, 63);
   const client = new Client({ connectionString: env.HYPERDRIVE.connectionString });

@@ -3,7 +3,7 @@
  * store, against an exact count of the table, through every way a delivery's status changes: the
  * walk counts each row once, retention takes back what it deletes, a replay moves a row between
  * statuses, a row that lands behind the count's mark is still counted. D1's walk in small
- * stretches and its read costs: overview-d1.test.ts; Postgres's: test/postgres/overview.test.ts.
+ * stretches and its read costs: d1/overview.test.ts; Postgres's: test/store/postgres/overview.test.ts.
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";

@@ -1,8 +1,8 @@
 /**
  * Retention and the sweeper's queries through the store (D1 or Postgres), with small limits and fixed
  * times: what they delete, what they keep, how they bound a run, where body pruning's watermark
- * stops. Which index each walks and what it reads, in D1: retention-d1.test.ts; in Postgres:
- * test/postgres/sweep.test.ts.
+ * stops. Which index each walks and what it reads, in D1: d1/retention.test.ts; in Postgres:
+ * test/store/postgres/sweep.test.ts.
  */
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";

@@ -95,7 +95,7 @@ export async function replayFailed(env: Env, options: FailedFilter & { limit: nu
  * object kept cannot undo the replay, only delay it: attempts are counted in D1, which step 1
  * zeroed; a lease of the previous life holds the delivery until it runs out and its alarm
  * requeues it; the "settled" hint lasts one lease period at most, after which the sweeper sends
- * the row again (test/admin/replay-lease-faults.test.ts).
+ * the row again (test/http/admin/replay-lease-faults.test.ts).
  */
 async function resetLease(env: Env, ref: RunRef): Promise<void> {
   try {

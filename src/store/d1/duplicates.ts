@@ -5,7 +5,7 @@
  *
  * The original is the row with the same (source, id), else the one with the same content digest
  * (a signed request resent under a fresh id, migrations/0004). One batch, one round trip, two rows
- * written (test/store/write-cost.test.ts). Neither statement touches commit_token or status, so
+ * written (test/store/d1/write-cost.test.ts). Neither statement touches commit_token or status, so
  * the lease fence and the unhandled counters stay out of it.
  */
 import { isoTime } from "../clock";

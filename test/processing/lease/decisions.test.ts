@@ -2,7 +2,7 @@
  * The lease's rules as tables (src/processing/lease/decisions.ts): one table per operation, each row
  * a situation and what the lease decides in it: its answer, the storage writes, and what the
  * instance knows after. No runtime, no clock: `NOW` is any instant. The object that applies these
- * decisions is tested end to end in test/processing/lease.test.ts.
+ * decisions is tested end to end in test/processing/lease/lease.test.ts.
  */
 import { describe, expect, it } from "vitest";
 import { CONFIG_RETRY_MS, decideAlarm, decideClaim, decideRelease, decideRenew, decideReset, decideSettle, loadLease, type Lease, type LeaseState, type Naming } from "../../../src/processing/lease/decisions";

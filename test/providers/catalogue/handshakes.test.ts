@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { sql } from "../../../src/sql";
 import { backendCalls, planBackend } from "../../helpers/forward-backend";
 import { send } from "../../helpers/catalogue";
-import { admin } from "../../admin/client";
+import { admin } from "../../http/admin/client";
 import { count } from "../../helpers/store-db";
 import { b64, ed25519Pair, ed25519Sign, hexOf, rsaSign, throwAwayChain, withHash } from "../../helpers/test-keys";
 
