@@ -9,6 +9,7 @@ import { defineHandlers, PermanentError, subscribers, type Handler } from "../..
 import { openStore } from "../../src/store";
 import { sql } from "../../src/sql";
 import { adminWithEnv } from "../http/admin/client";
+import { ui } from "../http/ui/client";
 import { faultyQueue } from "../helpers/faults";
 import { backendCalls, forwardingTo, planBackend } from "../helpers/forward-backend";
 import { capturingQueue, consume, createEffectTables, runRow, storeDelivery } from "../helpers/processing";
@@ -295,5 +296,45 @@ describe("replay, per subscriber", () => {
     expect((listed.json as { deliveries: { id: string }[] }).deliveries.map((delivery) => delivery.id).sort()).toEqual(["bulk-1", "bulk-2", "bulk-3", "bulk-older"]);
     const crmFailed = await adminWithEnv(`/deliveries?source=${source}&subscriber=crm&status=failed`, {});
     expect((crmFailed.json as { deliveries: { id: string }[] }).deliveries.map((delivery) => delivery.id)).toEqual(["bulk-older"]);
+  });
+});
+
+describe("the dashboard", () => {
+  it("shows a fanned-out delivery's runs, names escaped, and replays one failed run alone", async () => {
+    const ref = { source: "ui-subs", id: "runs" };
+    await storeDelivery(ref, { type: "a" }, "a");
+    let failing = true;
+    const handlers = defineHandlers({
+      "ui-subs": subscribers({
+        ledger: { on: { "*": () => undefined } },
+        crm: {
+          on: {
+            "*": () => {
+              if (failing) throw new PermanentError("<b>CRM</b> refused");
+            },
+          },
+        },
+      }),
+    });
+    const queue = capturingQueue();
+    const vars = { DELIVERIES: queue.producer } as Partial<Env>;
+    await consume([ref], handlers, vars);
+    await consume(queue.take(), handlers, vars);
+
+    const page = await ui(`/ui/deliveries/ui-subs/runs`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<h2 id="subscribers">Subscribers</h2>');
+    expect(page.text).toContain("fanned out to 2 (below)");
+    expect(page.text).toContain("PermanentError: &lt;b&gt;CRM&lt;/b&gt; refused");
+    expect(page.text).not.toContain("<b>CRM</b>");
+    expect(page.text).toContain('<input type="hidden" name="subscriber" value="crm"/>');
+    expect(page.text).not.toContain('value="ledger"');
+
+    failing = false;
+    const replayed = await ui(`/ui/deliveries/ui-subs/runs/replay`, { form: { subscriber: "crm" }, env: vars });
+    expect(replayed.status).toBe(303);
+    expect(queue.take()).toEqual([{ ...ref, subscriber: "crm" }]);
+    expect(await runRow(ref, "crm")).toMatchObject({ status: "received", attempts: 0 });
+    expect(await runRow(ref, "ledger")).toMatchObject({ status: "done", attempts: 1 });
   });
 });

@@ -8,6 +8,7 @@ import { viewBody } from "../body-view";
 import { AbsoluteTime, CopyButton, Notice, OutcomeBadge, StatusBadge } from "../components";
 import { bytesText, millisecondsText } from "../format";
 import { deliveryHref } from "../links";
+import { RunTable } from "./delivery-runs";
 
 /** What a replay's redirect can say (`?notice=`): fixed texts, nothing from the query is shown. */
 const NOTICES = {
@@ -43,6 +44,12 @@ export function DeliveryPage(props: { delivery: DeliveryDetail; notice: NoticeCo
       ) : null}
       <Actions delivery={delivery} />
       <Fields delivery={delivery} nowMs={props.nowMs} />
+      {delivery.runs.length > 0 ? (
+        <>
+          <h2 id="subscribers">Subscribers</h2>
+          <RunTable delivery={delivery} nowMs={props.nowMs} />
+        </>
+      ) : null}
       <h2 id="attempts">Attempt history</h2>
       <AttemptTable entries={delivery.attemptLog} nowMs={props.nowMs} />
       <h2 id="headers">Request headers</h2>
@@ -64,7 +71,11 @@ function Actions(props: { delivery: DeliveryDetail }) {
         <form method="post" action={deliveryHref(delivery, "/replay")}>
           <button type="submit">Replay</button>
         </form>
-        <span class="muted">Runs its handler again from attempt 1. Replay once the cause is fixed.</span>
+        <span class="muted">
+          {delivery.runs.length > 0
+            ? "Runs its failed subscribers again from attempt 1; what is done stays done. Replay once the cause is fixed."
+            : "Runs its handler again from attempt 1. Replay once the cause is fixed."}
+        </span>
       </div>
     );
   }
@@ -92,6 +103,8 @@ function Fields(props: { delivery: DeliveryDetail; nowMs: number }) {
         <span class="mono">{delivery.id}</span>
         <CopyButton value={delivery.id} label="Copy the delivery id" />
       </dd>
+      <dt>Subscriber</dt>
+      <dd>{delivery.fanout !== null ? `fanned out to ${delivery.fanout} (below)` : (delivery.subscriber ?? <span class="muted">none</span>)}</dd>
       <dt>Event type</dt>
       <dd>{delivery.eventType ?? <span class="muted">none</span>}</dd>
       <dt>Status</dt>

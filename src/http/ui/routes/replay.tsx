@@ -10,6 +10,7 @@
  */
 import { Hono } from "hono";
 import { replayDelivery, replayFailed } from "../../admin/replayer";
+import { SUBSCRIBER_NAME } from "../../../handler-api/registry";
 import type { AppEnv } from "../../types";
 import { parseFilter } from "../filters";
 import { renderPage } from "../layout";
@@ -39,7 +40,9 @@ export const replayRoutes = new Hono<AppEnv>()
   .post("/deliveries/:source/:id/replay", async (c) => {
     const ref = { source: c.req.param("source"), id: c.req.param("id") };
     const form = await c.req.parseBody();
-    const result = await replayDelivery(c.env, ref, { force: form.force === "true" });
+    // One subscriber's run of a fanned-out delivery (its row on the delivery's page); a name that is none is ignored.
+    const subscriber = typeof form.subscriber === "string" && SUBSCRIBER_NAME.test(form.subscriber) ? form.subscriber : undefined;
+    const result = await replayDelivery(c.env, subscriber === undefined ? ref : { ...ref, subscriber }, { force: form.force === "true" });
     const notice: NoticeCode | undefined =
       result.kind === "replayed"
         ? "replayed"
