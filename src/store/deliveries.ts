@@ -46,6 +46,23 @@ export interface DeliverySummary {
   readonly fanout: number | null;
 }
 
+/** How many of a source's deliveries a subscriber has failed. */
+export interface SubscriberCount {
+  readonly source: string;
+  readonly subscriber: string;
+  readonly failed: number;
+}
+
+/** The rows of the failed counts (a subscriber may come twice: its own rows, its runs) summed. */
+export function sumSubscriberCounts(rows: readonly { source: string; subscriber: string; n: number | string }[]): SubscriberCount[] {
+  const sums = new Map<string, SubscriberCount>();
+  for (const row of rows) {
+    const key = JSON.stringify([row.source, row.subscriber]);
+    sums.set(key, { source: row.source, subscriber: row.subscriber, failed: (sums.get(key)?.failed ?? 0) + Number(row.n) });
+  }
+  return [...sums.values()].sort((a, b) => (a.source === b.source ? (a.subscriber < b.subscriber ? -1 : 1) : a.source < b.source ? -1 : 1));
+}
+
 /** One subscriber's run of a fanned-out delivery: its own progress. */
 export interface SubscriberRun {
   readonly subscriber: string;

@@ -17,7 +17,7 @@ export { CUT_SHORT, type RunResult } from "./run-result";
 // the same in both stores, from neutral modules that import neither.
 export type { AttemptEntry, AttemptOutcome, RunTiming } from "./attempts";
 export type { DeliveryToRun } from "./claims";
-export { DELIVERY_STATUSES, type DeliveryDetail, type DeliveryStatus, type DeliverySummary, type StatusCounts } from "./deliveries";
+export { DELIVERY_STATUSES, type DeliveryDetail, type DeliveryStatus, type DeliverySummary, type StatusCounts, type SubscriberCount } from "./deliveries";
 export { LISTING_WINDOW, type DeliveryFilter, type ListingKey } from "./listing-query";
 export type { FailedFilter } from "./replay-state";
 export type { ProviderMessage, ProviderMessageCount } from "./provider-messages";

@@ -23,6 +23,7 @@ import type { NewDelivery, RecordOutcome } from "./new-delivery";
 import type { ProviderMessage, ProviderMessageCount } from "./provider-messages";
 import type { FailedFilter, ReplayState } from "./replay-state";
 import type { RunResult } from "./run-result";
+import type { SubscriberCount } from "./deliveries";
 import type { Overview } from "./snapshot";
 import type { RetentionResult, StrandedCutoffs } from "./sweeping";
 
@@ -126,6 +127,8 @@ export interface AdminStore {
   /** The bulk form (up to `limit` failed deliveries, oldest first): what to run again. */
   resetFailedForReplay(filter: FailedFilter, limit: number, nowMs: number): Promise<RunRef[]>;
   countFailed(filter: FailedFilter): Promise<number>;
+  /** Failed deliveries by source and subscriber (one subscriber's rows and fanned-out runs; by the failed indexes). */
+  failedBySubscriber(): Promise<SubscriberCount[]>;
   /** When each source's previous secret last verified a delivery (ISO time), by source. */
   previousSecretUses(): Promise<Record<string, string>>;
   providerMessages(): Promise<ProviderMessageCount[]>;

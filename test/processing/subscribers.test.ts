@@ -3,13 +3,14 @@
  * lease objects, queue producer and store (D1, and Postgres under test:postgres), real local HTTP
  * backends for the forward destination.
  */
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { defineHandlers, PermanentError, subscribers, type Handler } from "../../src/handler-api";
 import { openStore } from "../../src/store";
 import { sql } from "../../src/sql";
 import { adminWithEnv } from "../http/admin/client";
 import { ui } from "../http/ui/client";
+import { BASE_URL } from "../helpers/signers";
 import { faultyQueue } from "../helpers/faults";
 import { backendCalls, forwardingTo, planBackend } from "../helpers/forward-backend";
 import { capturingQueue, consume, createEffectTables, runRow, storeDelivery } from "../helpers/processing";
@@ -296,8 +297,19 @@ describe("replay, per subscriber", () => {
     expect((listed.json as { deliveries: { id: string }[] }).deliveries.map((delivery) => delivery.id).sort()).toEqual(["bulk-1", "bulk-2", "bulk-3", "bulk-older"]);
     const crmFailed = await adminWithEnv(`/deliveries?source=${source}&subscriber=crm&status=failed`, {});
     expect((crmFailed.json as { deliveries: { id: string }[] }).deliveries.map((delivery) => delivery.id)).toEqual(["bulk-older"]);
+    // And /admin/metrics counts each subscriber's failures.
+    const metrics = await metricsText();
+    expect(metrics).toContain('webhook_inbox_failed_by_subscriber{source="bulk-subs",subscriber="analytics"} 4');
+    expect(metrics).toContain('webhook_inbox_failed_by_subscriber{source="bulk-subs",subscriber="crm"} 1');
   });
 });
+
+/** The Worker's /admin/metrics, as text. */
+async function metricsText(): Promise<string> {
+  const response = await exports.default.fetch(new Request(`${BASE_URL}/admin/metrics`, { headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` } }));
+  expect(response.status).toBe(200);
+  return response.text();
+}
 
 describe("the dashboard", () => {
   it("shows a fanned-out delivery's runs, names escaped, and replays one failed run alone", async () => {

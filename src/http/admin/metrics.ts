@@ -7,7 +7,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Overview } from "../../store/snapshot";
 import { adminRouter, BEARER_SECURITY, errorResponses } from "./router";
-import { DELIVERY_STATUSES, openStore } from "../../store";
+import { DELIVERY_STATUSES, openStore, type SubscriberCount } from "../../store";
 
 const metricsRoute = createRoute({
   method: "get",
@@ -22,7 +22,9 @@ const metricsRoute = createRoute({
 
 export const metricsRoutes = adminRouter().openapi(metricsRoute, async (c) => {
   const nowMs = Date.now();
-  const text = renderMetrics(await openStore(c.env).overview(nowMs), nowMs);
+  const store = openStore(c.env);
+  const [overview, bySubscriber] = await Promise.all([store.overview(nowMs), store.failedBySubscriber()]);
+  const text = renderMetrics(overview, nowMs, bySubscriber);
   return c.text(text, 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8", "Cache-Control": "no-store" });
 });
 
@@ -32,7 +34,7 @@ function label(value: string): string {
 }
 
 /** The exposition text of an overview read at `nowMs`. */
-export function renderMetrics(overview: Overview, nowMs: number): string {
+export function renderMetrics(overview: Overview, nowMs: number, bySubscriber: readonly SubscriberCount[] = []): string {
   const lines: string[] = [];
   const gauge = (name: string, help: string, samples: readonly [string, number][]) => {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
@@ -47,6 +49,11 @@ export function renderMetrics(overview: Overview, nowMs: number): string {
   );
   lines.push("# HELP webhook_inbox_duplicates_total Copies answered \"duplicate\" (a provider's retries), by source.", "# TYPE webhook_inbox_duplicates_total counter");
   for (const [source, copies] of Object.entries(overview.duplicatesBySource).sort(([a], [b]) => (a < b ? -1 : 1))) lines.push(`webhook_inbox_duplicates_total{source="${label(source)}"} ${copies}`);
+  gauge(
+    "webhook_inbox_failed_by_subscriber",
+    "Failed deliveries by source and subscriber (a fanned-out delivery counts once per subscriber that failed it).",
+    bySubscriber.map(({ source, subscriber, failed }) => [`{source="${label(source)}",subscriber="${label(subscriber)}"}`, failed]),
+  );
   gauge("webhook_inbox_oldest_waiting_seconds", "Age of the oldest received or processing delivery; 0 when none waits.", [["", overview.oldestWaitingSeconds ?? 0]]);
   gauge("webhook_inbox_unhandled_deliveries", "Done deliveries that no handler matched.", [["", overview.unhandled]]);
   gauge("webhook_inbox_received_last_24h", "Deliveries received in the last 24 hours.", [["", overview.last24h.received]]);

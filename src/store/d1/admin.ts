@@ -7,7 +7,7 @@
 import type { DeliveryRef } from "../../delivery-ref";
 import { attemptLogFromColumn } from "../attempts";
 import { bodyColumns, bodyFromRow } from "./columns";
-import { RUN_COLUMNS, SUMMARY_COLUMNS, toRun, toSummary, zeroCounts, type DeliveryDetail, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "../deliveries";
+import { RUN_COLUMNS, SUMMARY_COLUMNS, toRun, toSummary, zeroCounts, sumSubscriberCounts, type DeliveryDetail, type SubscriberCount, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "../deliveries";
 import { headersFromColumn } from "../headers";
 
 /**
@@ -52,4 +52,17 @@ export async function getDelivery(db: D1Database, ref: DeliveryRef): Promise<Del
     attemptLog: attemptLogFromColumn(row.attempt_log),
     runs: (runs!.results as unknown as Parameters<typeof toRun>[0][]).map(toRun),
   };
+}
+
+/** Failed deliveries by source and subscriber, walking the failed indexes (migrations/0006, 0012). */
+export async function failedBySubscriber(db: D1Database): Promise<SubscriberCount[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT source, subscriber, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_failed
+        WHERE status = 'failed' AND fanout IS NULL AND subscriber IS NOT NULL GROUP BY source, subscriber
+       UNION ALL
+       SELECT source, subscriber, COUNT(*) AS n FROM subscriber_runs WHERE status = 'failed' GROUP BY source, subscriber`,
+    )
+    .all<{ source: string; subscriber: string; n: number }>();
+  return sumSubscriberCounts(results);
 }

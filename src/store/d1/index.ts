@@ -8,7 +8,7 @@
 import { isSubscriberRun, type DeliveryRef, type RunRef } from "../../delivery-ref";
 import { claimFromRow } from "../claims";
 import { SqlStatement } from "../../sql";
-import { deliveryStats, getDelivery } from "./admin";
+import { deliveryStats, failedBySubscriber, getDelivery } from "./admin";
 import { createBatcher, type StatementBatcher } from "./batcher";
 import { countDuplicate } from "./duplicates";
 import { recordDeliveryGrouped } from "./group-commit";
@@ -145,6 +145,7 @@ export function d1Store(db: D1Database): Store {
     resetForReplay: (ref, from, nowMs) => resetForReplay(db, ref, from, nowMs),
     resetFailedForReplay: (filter, limit, nowMs) => resetFailedForReplay(db, filter, limit, nowMs),
     countFailed: (filter) => countFailed(db, filter),
+    failedBySubscriber: () => failedBySubscriber(db),
     notePreviousSecret: (source, nowMs) => notePreviousSecret(db, source, nowMs),
     previousSecretUses: () => previousSecretUses(db),
     recordProviderMessage: (message, nowMs) => recordProviderMessage(db, message, nowMs),

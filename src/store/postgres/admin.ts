@@ -9,7 +9,7 @@
  * (D1 needs hex chunks, store/d1/columns.ts).
  */
 import type { DeliveryRef } from "../../delivery-ref";
-import { SUMMARY_COLUMNS, toRun, toSummary, zeroCounts, type DeliveryDetail, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "../deliveries";
+import { SUMMARY_COLUMNS, toRun, toSummary, zeroCounts, sumSubscriberCounts, type DeliveryDetail, type SubscriberCount, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "../deliveries";
 import { attemptLogFromColumn } from "../attempts";
 import { headersFromColumn } from "../headers";
 import { toBytes, toNumber } from "./client";
@@ -69,4 +69,14 @@ export async function getDelivery(q: Queryable, ref: DeliveryRef): Promise<Deliv
     attemptLog: attemptLogFromColumn(row.attempt_log),
     runs: runs.rows.map(toRun),
   };
+}
+
+/** Failed deliveries by source and subscriber, from the failed indexes (D1's `failedBySubscriber`). */
+export async function failedBySubscriber(q: Queryable): Promise<SubscriberCount[]> {
+  const { rows } = await q.query<{ source: string; subscriber: string; n: string }>(
+    `SELECT source, subscriber, count(*) AS n FROM deliveries WHERE status = 'failed' AND fanout IS NULL AND subscriber IS NOT NULL GROUP BY source, subscriber
+     UNION ALL
+     SELECT source, subscriber, count(*) AS n FROM subscriber_runs WHERE status = 'failed' GROUP BY source, subscriber`,
+  );
+  return sumSubscriberCounts(rows);
 }

@@ -10,7 +10,7 @@
  * inserts are group-committed (record.ts), on a client of the group's own.
  */
 import type { ClosableStore } from "../store";
-import { deliveryStats, getDelivery } from "./admin";
+import { deliveryStats, failedBySubscriber, getDelivery } from "./admin";
 import { clientPerOperation, isStatementError, withClient, type Connections } from "./client";
 import { claim, commitDone, entityVersion, recordResult } from "./lifecycle";
 import { fanOut, pendingRuns } from "./subscriber-runs";
@@ -60,6 +60,7 @@ export function postgresStore(hyperdrive: Hyperdrive, connections: Connections =
     resetForReplay: (ref, from, nowMs) => run((db) => resetForReplay(db, ref, from, nowMs)),
     resetFailedForReplay: (filter, limit, nowMs) => run((db) => resetFailedForReplay(db, filter, limit, nowMs)),
     countFailed: (filter) => run((db) => countFailed(db, filter)),
+    failedBySubscriber: () => run((db) => failedBySubscriber(db)),
     notePreviousSecret: (source, nowMs) => run((db) => notePreviousSecret(db, source, nowMs)),
     previousSecretUses: () => run((db) => previousSecretUses(db)),
     recordProviderMessage: (message, nowMs) => run((db) => recordProviderMessage(db, message, nowMs)),
