@@ -6,7 +6,8 @@
 import type { InboxConfig } from "../config";
 import { PermanentError, RetryAfterError, sql, type Effect, type HandlerContext, type HandlerResolver } from "../handler-api";
 import { describeError, InfrastructureError } from "../handler-api/errors";
-import { sha256, toHex } from "../providers/crypto";
+import { sha256 } from "../crypto";
+import { toHex } from "../hex";
 import type { DeliveryToRun, RunTiming, Store } from "../store";
 import { parseEvent } from "./handlers";
 import type { DeliveryLease } from "./lease";
