@@ -17,7 +17,8 @@
  * `Authorization`, GitLab's token, …) stay in the inbox, and the content type is the only
  * header carried over.
  */
-import { hmac, toBase64 } from "../providers/crypto";
+import { toBase64 } from "../base64";
+import { hmac } from "../crypto";
 import type { ForwardDestination } from "../config/destination";
 
 /** One delivery, as forwarding needs it. */

@@ -12,7 +12,7 @@
  * once instead of swallowed (the answer says `replayed`).
  */
 import { Hono } from "hono";
-import { replayIfFailed } from "./admin/replayer";
+import { replayIfFailed } from "../processing/replay";
 import { enqueueSoon } from "../processing/enqueue";
 import { ensureSweepHeartbeat } from "../processing/sweeper";
 import { testHosts } from "../providers/engine/outbound";

@@ -5,7 +5,8 @@
  */
 import { PermanentError, RetryAfterError, sql, type Effect, type Handler, type HandlerContext, type RetrySchedule } from "../handler-api";
 import { describeError, InfrastructureError } from "../handler-api/errors";
-import { sha256, toHex } from "../providers/crypto";
+import { sha256 } from "../crypto";
+import { toHex } from "../hex";
 import type { DeliveryToRun, ProcessingStore, RunTiming } from "../store";
 import { parseEvent } from "./handlers";
 import type { DeliveryLease } from "./lease";

@@ -1,7 +1,7 @@
 /**
  * What a replay asks and finds: the filter of a bulk replay, and what decides whether one delivery
  * can be replayed. Shared by the D1 store (d1/replay.ts) and the Postgres store (postgres/replay.ts),
- * and by the admin API's replayer through index.ts.
+ * and by replay (processing/replay.ts) through index.ts.
  */
 import type { DeliveryStatus } from "./deliveries";
 import type { DeliveryFilter } from "./listing-query";

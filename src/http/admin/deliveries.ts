@@ -1,7 +1,7 @@
 /** `GET /admin/deliveries` (a page of deliveries) and `GET /admin/deliveries/:source/:id` (one, with its body). */
 import { createRoute } from "@hono/zod-openapi";
 import { ApiError } from "../errors";
-import { decodeCursor, encodeCursor } from "./cursor";
+import { decodeCursor, encodeCursor } from "../cursor";
 import { adminRouter, BEARER_SECURITY, errorResponses } from "./router";
 import { DeliveryDetailSchema, DeliveryListSchema, DeliveryParamsSchema, ListQuerySchema } from "./schemas";
 import { openStore, type DeliveryDetail } from "../../store";

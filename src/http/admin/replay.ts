@@ -1,7 +1,7 @@
 /** `POST /admin/deliveries/:source/:id/replay` and `POST /admin/replay` (bulk, failed only). */
 import { createRoute } from "@hono/zod-openapi";
 import { ApiError } from "../errors";
-import { replayDelivery, replayFailed } from "./replayer";
+import { replayDelivery, replayFailed } from "../../processing/replay";
 import { adminRouter, BEARER_SECURITY, errorResponses } from "./router";
 import { BulkReplayBodySchema, BulkReplayedSchema, DeliveryParamsSchema, ReplayedSchema, ReplayQuerySchema, ReplayRefusedSchema } from "./schemas";
 

@@ -5,7 +5,7 @@
 import { z } from "@hono/zod-openapi";
 import { DELIVERY_STATUSES } from "../../store";
 import { MAX_DELIVERY_ID_LENGTH } from "../receiver";
-import { decodeCursor } from "./cursor";
+import { decodeCursor } from "../cursor";
 
 export const DEFAULT_LIST_LIMIT = 50;
 export const MAX_LIST_LIMIT = 200;

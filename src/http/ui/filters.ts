@@ -4,7 +4,7 @@
  */
 import { SOURCES } from "../../sources";
 import { DELIVERY_STATUSES, type DeliveryStatus, type ListingKey } from "../../store";
-import { decodeCursor } from "../admin/cursor";
+import { decodeCursor } from "../cursor";
 import { MAX_DELIVERY_ID_LENGTH } from "../receiver";
 import type { ListFilter } from "./links";
 

@@ -1,6 +1,6 @@
 /**
  * The replay reset, the first step of a replay: D1 says "received, attempts 0" before the lease
- * object is reset and the delivery is enqueued again (src/http/admin/replayer.ts explains the
+ * object is reset and the delivery is enqueued again (src/processing/replay.ts explains the
  * order). The only write of the admin API and the dashboard.
  */
 import { isSubscriberRun, type RunRef } from "../../delivery-ref";

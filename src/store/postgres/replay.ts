@@ -1,6 +1,6 @@
 /**
  * The replay reset in Postgres, the first step of a replay: the row says "received, attempts 0"
- * before the lease object is reset and the delivery is enqueued again (src/http/admin/replayer.ts
+ * before the lease object is reset and the delivery is enqueued again (src/processing/replay.ts
  * explains the order). The only write of the admin API and the dashboard. Same statements and
  * promises as the D1 store's (store/d1/replay.ts); what Postgres adds is concurrency, said where it matters.
  */

@@ -1,7 +1,7 @@
 /**
  * Replays from the dashboard: one failed delivery, a done one forced behind a confirmation, and
  * failed ones in bulk by the list's filters, in bounded batches, never more than confirmed. They go
- * through the admin API's replayer; the queue here only records what was sent.
+ * through the admin API's replay (src/processing/replay.ts); the queue here only records what was sent.
  */
 import { describe, expect, it } from "vitest";
 import { BULK_BATCH } from "../../../src/http/ui/routes/replay";

@@ -4,7 +4,7 @@
  */
 import { Hono } from "hono";
 import { SOURCES } from "../../../sources";
-import { encodeCursor } from "../../admin/cursor";
+import { encodeCursor } from "../../cursor";
 import type { AppEnv } from "../../types";
 import { parseFilter } from "../filters";
 import { renderPage } from "../layout";

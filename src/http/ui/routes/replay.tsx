@@ -1,6 +1,6 @@
 /**
- * Replays from the dashboard, through the admin API's replayer (it resets D1, then the lease, then
- * enqueues, in that order; src/http/admin/replayer.ts):
+ * Replays from the dashboard, through processing/replay.ts as the admin API's (it resets the row,
+ * then the lease, then enqueues, in that order):
  * - `POST /ui/deliveries/:source/:id/replay` (`force=true` for a done one, sent by the
  *   confirmation page `GET /ui/deliveries/:source/:id/replay`), then back to the delivery's page;
  * - `GET /ui/replay?…filters` (how many failed ones match, and a confirmation), and
@@ -9,7 +9,7 @@
  *   at once cannot keep a run going.
  */
 import { Hono } from "hono";
-import { replayDelivery, replayFailed } from "../../admin/replayer";
+import { replayDelivery, replayFailed } from "../../../processing/replay";
 import { SUBSCRIBER_NAME } from "../../../handler-api/registry";
 import type { AppEnv } from "../../types";
 import { parseFilter } from "../filters";

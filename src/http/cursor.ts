@@ -1,10 +1,11 @@
 /**
  * The listing's opaque cursor: base64url of `[receivedAt, source, id]`, the last row's sort key.
+ * Shared by the admin API's list (http/admin) and the dashboard's (http/ui).
  *
  * Opaque on purpose: clients pass it back unchanged, so the sort key can change without breaking
  * them. It is not a secret and not signed; a forged cursor only moves the page boundary.
  */
-import type { ListingKey } from "../../store";
+import type { ListingKey } from "../store";
 
 /**
  * @example

@@ -1,5 +1,7 @@
 /**
- * Replay: put settled deliveries back through processing, once their cause is fixed.
+ * Replay: put settled deliveries back through processing, once their cause is fixed. The admin API
+ * (http/admin/replay.ts), the dashboard (http/ui/routes/replay.tsx) and the receiver (a provider's
+ * redelivery of a failed delivery) all replay through here.
  *
  * The order is what makes it safe, and it is the same for one delivery and for many:
  * 1. The store first: one UPDATE moves the row to `received` with attempts 0, only from a settled state.
@@ -10,11 +12,11 @@
  *    row in between.
  * 3. Then the delivery is enqueued; the next claim gets a larger fencing token than any before.
  */
-import { leaseFor } from "../../processing/lease";
-import { enqueueDeliveries, enqueueDelivery } from "../../processing/enqueue";
-import { describeError } from "../../handler-api/errors";
-import { describeRun, type DeliveryRef, type RunRef } from "../../processing/messages";
-import { openStore, type FailedFilter } from "../../store";
+import { describeError } from "../handler-api/errors";
+import { openStore, type FailedFilter } from "../store";
+import { enqueueDeliveries, enqueueDelivery } from "./enqueue";
+import { leaseFor } from "./lease";
+import { describeRun, type DeliveryRef, type RunRef } from "./messages";
 
 export type ReplayResult =
   | { readonly kind: "replayed" }
