@@ -70,7 +70,16 @@ describe("claim", () => {
     expect(claimed).toEqual({
       kind: "run",
       attempt: 1,
-      delivery: { eventType: "payment_intent.succeeded", receivedAt: new Date(NOW).toISOString(), body: new TextEncoder().encode(BODY), contentType: "application/json; charset=utf-8" },
+      delivery: {
+        eventType: "payment_intent.succeeded",
+        receivedAt: new Date(NOW).toISOString(),
+        body: new TextEncoder().encode(BODY),
+        contentType: "application/json; charset=utf-8",
+        headers: [
+          ["user-agent", "Stripe/1.0"],
+          ["content-type", "application/json; charset=utf-8"],
+        ],
+      },
       last: null,
     });
     expect(claimed.kind === "run" && claimed.delivery.body.constructor).toBe(Uint8Array);

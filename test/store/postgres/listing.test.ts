@@ -51,8 +51,8 @@ describe("listDeliveries", () => {
     const page = await db((q) => listDeliveries(q, { source: "pg-list-fields", limit: 10 }));
     expect(page).toEqual({
       deliveries: [
-        { source: "pg-list-fields", id: "two", eventType: "test.event", status: "done", attempts: 0, error: null, handled: false, receivedAt: "2026-12-01T00:00:00.001Z", updatedAt: "2026-12-01T00:00:00.001Z", duplicates: 0, lastDuplicateAt: null },
-        { source: "pg-list-fields", id: "one", eventType: "test.event", status: "failed", attempts: 0, error: "PermanentError: no amount", handled: null, receivedAt: "2026-12-01T00:00:00.000Z", updatedAt: "2026-12-01T00:00:00.000Z", duplicates: 0, lastDuplicateAt: null },
+        { source: "pg-list-fields", id: "two", eventType: "test.event", status: "done", attempts: 0, error: null, handled: false, receivedAt: "2026-12-01T00:00:00.001Z", updatedAt: "2026-12-01T00:00:00.001Z", duplicates: 0, lastDuplicateAt: null, subscriber: null, fanout: null },
+        { source: "pg-list-fields", id: "one", eventType: "test.event", status: "failed", attempts: 0, error: "PermanentError: no amount", handled: null, receivedAt: "2026-12-01T00:00:00.000Z", updatedAt: "2026-12-01T00:00:00.000Z", duplicates: 0, lastDuplicateAt: null, subscriber: null, fanout: null },
       ],
       nextKey: null,
       searchedThrough: null,
