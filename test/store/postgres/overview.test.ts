@@ -42,7 +42,7 @@ async function seed(source: string, id: string, atMs: number, fate: Fate): Promi
   });
 }
 
-const zero: StatusCounts = { received: 0, processing: 0, done: 0, failed: 0 };
+const zero: StatusCounts = { received: 0, processing: 0, done: 0, failed: 0, filtered: 0 };
 
 /** The exact counts of these sources, from a full count of the table. */
 async function exact(sources: readonly string[], nowMs: number) {
