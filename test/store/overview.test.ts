@@ -32,7 +32,7 @@ async function seed(source: string, id: string, atMs: number, fate: Fate): Promi
 /** The exact counts of these sources, from a full count of the table. */
 async function exact(sources: readonly string[], nowMs: number) {
   const stats = await store().stats(nowMs);
-  return Object.fromEntries(sources.map((source) => [source, stats.bySource[source] ?? { received: 0, processing: 0, done: 0, failed: 0 }]));
+  return Object.fromEntries(sources.map((source) => [source, stats.bySource[source] ?? { received: 0, processing: 0, done: 0, failed: 0, filtered: 0 }]));
 }
 
 /** The overview put together afresh at `nowMs`: the stored snapshot dropped first (either store keeps it in inbox_marks). */
@@ -43,7 +43,7 @@ async function freshOverview(nowMs: number) {
 
 async function snapshotOf(sources: readonly string[], nowMs: number) {
   const overview = await freshOverview(nowMs);
-  return Object.fromEntries(sources.map((source) => [source, overview.bySource[source] ?? { received: 0, processing: 0, done: 0, failed: 0 }]));
+  return Object.fromEntries(sources.map((source) => [source, overview.bySource[source] ?? { received: 0, processing: 0, done: 0, failed: 0, filtered: 0 }]));
 }
 
 /** How far the count's walk has come. */
@@ -78,7 +78,7 @@ describe("the overview's counts", () => {
     // Retention deletes the settled rows of 40 days ago (counted ones): the totals lose them.
     const { deleted } = await store().applyRetention(now - 30 * DAY, now - 365 * DAY, 1_000);
     expect(deleted).toBeGreaterThanOrEqual(4);
-    expect((await exact(sources, now))["ov-a"]).toEqual({ received: 1, processing: 1, done: 0, failed: 0 });
+    expect((await exact(sources, now))["ov-a"]).toEqual({ received: 1, processing: 1, done: 0, failed: 0, filtered: 0 });
     expect(await snapshotOf(sources, now)).toEqual(await exact(sources, now));
 
     // A replay of a failed delivery behind the mark: failed → received, nothing else moves.
