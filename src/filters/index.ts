@@ -8,3 +8,4 @@ export { FILTER_LIMITS, OPERATORS } from "./types";
 export { parseFilter, type ParseResult } from "./parse";
 export { evaluateFilter, renderFilter } from "./evaluate";
 export { renderField } from "./field";
+export { acceptsFilter } from "./accepts";

@@ -113,3 +113,17 @@ describe("parseFilter: bounds", () => {
     expect(verdict.clause.length).toBe(FILTER_LIMITS.maxClauseLength);
   });
 });
+
+describe("acceptsFilter", () => {
+  it("is a subscriber's accepts: true for a delivery that matches, false otherwise", async () => {
+    const { acceptsFilter } = await import("../../src/filters");
+    const accepts: import("../../src/handler-api/registry").Accepts = acceptsFilter({ field: "body.amount", gte: 100 });
+    expect(accepts({ eventType: null, header: () => null, body: { amount: 150 } })).toBe(true);
+    expect(accepts({ eventType: null, header: () => null, body: { amount: 99 } })).toBe(false);
+  });
+
+  it("throws where it is declared when the filter is bad, naming the clause", async () => {
+    const { acceptsFilter } = await import("../../src/filters");
+    expect(() => acceptsFilter({ all: [{ field: "body.amount", gte: "100" }] })).toThrow("invalid filter: filter.all[0].gte: must be a finite number");
+  });
+});
