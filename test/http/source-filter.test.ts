@@ -6,6 +6,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { defineHandlers } from "../../src/handler-api";
 import { app } from "../../src/http/app";
+import { sweep } from "../../src/processing/sweeper";
 import { openStore } from "../../src/store";
 import { capturingQueue, consume } from "../helpers/processing";
 import { BASE_URL, stripeSignature, unique } from "../helpers/provider-signers";
@@ -129,6 +130,19 @@ describe("a source filter", () => {
     // Done now: a second replay without force is refused as done, not as filtered.
     const again = await adminWithEnv(`/deliveries/stripe/${encodeURIComponent(id)}/replay`, {}, { method: "POST" });
     expect(again.status).toBe(409);
+  });
+
+  it("is never picked up by the sweeper, which does re-enqueue a received delivery left waiting", async () => {
+    const kept = unique("evt_sweep_kept_");
+    const filtered = unique("evt_sweep_filtered_");
+    expect((await postStripe({ id: kept, type: "invoice.paid" })).json.status).toBe("stored");
+    expect((await postStripe({ id: filtered, type: "customer.created" })).json.status).toBe("filtered");
+    const queue = capturingQueue();
+    // An hour on: far past SWEEP_AFTER_SECONDS for anything still waiting.
+    await sweep({ ...env, DELIVERIES: queue.producer } as Env, Date.now() + 3_600_000);
+    expect(queue.sent).toContainEqual({ source: "stripe", id: kept });
+    expect(queue.sent).not.toContainEqual({ source: "stripe", id: filtered });
+    expect(await deliveryRow("stripe", filtered)).toMatchObject({ status: "done", handled: null });
   });
 
   it("answers 503 config_invalid for a filter var that is not a valid filter, naming the var and the clause", async () => {
