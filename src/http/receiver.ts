@@ -9,7 +9,9 @@
  * answered as its provider requires (handshake.ts), which stores no delivery. Already there means
  * the same id, or, for a provider whose id is not signed, the same signed content under another
  * id (a replay). A provider's own redelivery of a delivery that ended `failed` here is replayed
- * once instead of swallowed (the answer says `replayed`).
+ * once instead of swallowed (the answer says `replayed`). A delivery its source's filter keeps out
+ * (`<SOURCE>_FILTER`, source-filter.ts) is stored as `filtered` and not enqueued (the answer says
+ * `filtered`, still a 200: the provider must not retry it).
  */
 import { Hono } from "hono";
 import { replayIfFailed } from "../processing/replay";
@@ -22,6 +24,7 @@ import { findSource } from "../sources";
 import { openStore } from "../store";
 import { headersToStore } from "../store/headers";
 import { readBodyWithLimit } from "./body";
+import { sourceFilterReason } from "./source-filter";
 import { ApiError } from "./errors";
 import { answerHandshake, answerLifecycle } from "./handshake";
 import type { AppEnv } from "./types";
@@ -88,7 +91,7 @@ receiver.all("/webhooks/:source", async (c) => {
   const headers = headersToStore(c.req.raw.headers, provider.credentialHeaders ?? []);
   const store = openStore(c.env);
   const receivedAtMs = Date.now();
-  let outcomes: ("stored" | "duplicate" | "replayed")[];
+  let outcomes: ("stored" | "duplicate" | "replayed" | "filtered")[];
   try {
     outcomes = await Promise.all(
       events.map(async (event, index) => {
@@ -100,9 +103,11 @@ receiver.all("/webhooks/:source", async (c) => {
           contentDigest: ("contentDigest" in event ? event.contentDigest : undefined) ?? null,
           headers,
           receivedAtMs,
+          // Kept out by the source's filter: stored finished as `filtered`, never enqueued.
+          filtered: sourceFilterReason(config, sourceName, event.eventType, c.req.raw.headers, event.body),
         };
         const outcome = await store.record(delivery, c.executionCtx);
-        if (outcome === "stored") return outcome;
+        if (outcome === "stored") return delivery.filtered === null ? outcome : "filtered";
         // A copy of a delivery that ended failed here: the provider redelivers it on purpose (a
         // user fixed the handler and pressed "redeliver"), so it runs once more. A failed row is
         // put back only once: the store's reset is one UPDATE … WHERE status = 'failed'.
@@ -123,7 +128,7 @@ receiver.all("/webhooks/:source", async (c) => {
   const accept = verification.acceptReply ?? provider.acceptReply;
   if (accept) return new Response(accept.status === 204 ? null : accept.body, { status: accept.status, headers: { "Content-Type": accept.contentType ?? "text/plain" } });
   if (verification.events) {
-    const status = outcomes.includes("stored") ? "stored" : outcomes.includes("replayed") ? "replayed" : "duplicate";
+    const status = outcomes.includes("stored") ? "stored" : outcomes.includes("replayed") ? "replayed" : outcomes.includes("filtered") ? "filtered" : "duplicate";
     return c.json({ status, source: sourceName, events: ids.map((id, index) => ({ id, status: outcomes[index] })) });
   }
   return c.json({ status: outcomes[0], source: sourceName, id: ids[0] });

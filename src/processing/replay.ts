@@ -30,20 +30,22 @@ export type ReplayResult =
 const RESET_CONCURRENCY = 16;
 
 /**
- * Replays one delivery: a failed one, or with `force` also a done one.
+ * Replays one delivery: a failed or filtered one (a filtered one never ran: its source's filter was
+ * wrong, docs/filters.md), or with `force` also a done one. The source filter is checked at receipt
+ * only, so the replay runs it as a normal delivery.
  * @example
  * const result = await replayDelivery(env, { source: "stripe", id: "evt_1" }, { force: false });
  * if (result.kind === "conflict") console.log(`it is ${result.status}`);
  */
 export async function replayDelivery(env: Env, ref: RunRef, options: { force: boolean }): Promise<ReplayResult> {
-  const from = options.force ? (["failed", "done"] as const) : (["failed"] as const);
+  const from = options.force ? (["failed", "done", "filtered"] as const) : (["failed", "filtered"] as const);
   const store = openStore(env);
   const again = await store.resetForReplay(ref, from, Date.now());
   if (!again) {
     const state = await store.replayState(ref);
     if (state === null) return { kind: "not_found" };
     // Said for a done one even without force: forcing would not bring the body back.
-    const settled = state.status === "done" || state.status === "failed";
+    const settled = state.status === "done" || state.status === "failed" || state.status === "filtered";
     return settled && state.bodyPruned ? { kind: "body_pruned" } : { kind: "conflict", status: state.status };
   }
   await runAgain(env, again);

@@ -5,15 +5,20 @@
  * (postgres/), and by the callers through index.ts.
  */
 import { attemptLogFromColumn, type AttemptEntry } from "./attempts";
+import { isFilteredRow } from "./filtered";
 import type { StoredHeaders } from "./headers";
 
-export const DELIVERY_STATUSES = ["received", "processing", "done", "failed"] as const;
+/**
+ * `filtered`: kept out by its source's filter, never processed (docs/filters.md). Not a value of
+ * the status column: stored as a done row without `handled` (filtered.ts).
+ */
+export const DELIVERY_STATUSES = ["received", "processing", "done", "failed", "filtered"] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 export type StatusCounts = Record<DeliveryStatus, number>;
 
 export function zeroCounts(): StatusCounts {
-  return { received: 0, processing: 0, done: 0, failed: 0 };
+  return { received: 0, processing: 0, done: 0, failed: 0, filtered: 0 };
 }
 
 export interface DeliveryStats {
@@ -109,7 +114,7 @@ export function toSummary(row: DeliveryRow): DeliverySummary {
     source: row.source,
     id: row.id,
     eventType: row.event_type,
-    status: row.status,
+    status: isFilteredRow(row.status, row.handled) ? "filtered" : row.status,
     attempts: row.attempts,
     error: row.error,
     handled: row.handled === null ? null : row.handled === true || row.handled === 1,

@@ -20,6 +20,7 @@ export type { DeliveryToRun } from "./claims";
 export { DELIVERY_STATUSES, type DeliveryDetail, type DeliveryStatus, type DeliverySummary, type StatusCounts, type SubscriberCount } from "./deliveries";
 export { LISTING_WINDOW, type DeliveryFilter, type ListingKey } from "./listing-query";
 export type { FailedFilter } from "./replay-state";
+export { filteredReason } from "./filtered";
 export type { ProviderMessage, ProviderMessageCount } from "./provider-messages";
 export type { RetentionResult } from "./sweeping";
 export { StoreTimeoutError } from "./timeout";

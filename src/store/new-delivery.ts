@@ -14,6 +14,11 @@ export interface NewDelivery {
   readonly contentDigest?: Uint8Array | null;
   /** The request headers to keep, as `headersToStore` (headers.ts) gives them; credentials never. */
   readonly headers?: string | null;
+  /**
+   * Set when the source's filter kept the delivery out (docs/filters.md): why, as
+   * `filteredReason` (filtered.ts) writes it. The row is stored finished, as `filtered`, and never enqueued.
+   */
+  readonly filtered?: string | null;
 }
 
 export type RecordOutcome = "stored" | "duplicate";

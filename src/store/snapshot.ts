@@ -80,6 +80,8 @@ export interface SnapshotParts {
   readonly pending: readonly { readonly source: string; readonly status: DeliveryStatus; readonly n: number }[];
   readonly failed: readonly { readonly source: string; readonly n: number }[];
   readonly failedHours: readonly { readonly hour: string; readonly n: number }[];
+  /** The filtered rows per source (their partial index, store/filtered.ts). */
+  readonly filtered?: readonly { readonly source: string; readonly n: number }[];
 }
 
 /** The snapshot at `nowMs` from its parts. */
@@ -102,10 +104,11 @@ export function assembleSnapshot(parts: SnapshotParts, nowMs: number): Snapshot 
   const of = (source: string) => (bySource[source] ??= zeroCounts());
   for (const { source, status, n } of parts.pending) of(source)[status] = n;
   for (const { source, n } of parts.failed) of(source).failed = n;
+  for (const { source, n } of parts.filtered ?? []) of(source).filtered = n;
   for (const [source, total] of totals) {
     const counts = of(source);
-    // What is neither waiting nor failed is done. Never below zero, should a count lag a deletion.
-    counts.done = Math.max(0, total - counts.received - counts.processing - counts.failed);
+    // What is neither waiting, failed nor filtered is done. Never below zero, should a count lag a deletion.
+    counts.done = Math.max(0, total - counts.received - counts.processing - counts.failed - counts.filtered);
   }
   const counts = zeroCounts();
   for (const each of Object.values(bySource)) for (const status of DELIVERY_STATUSES) counts[status] += each[status];

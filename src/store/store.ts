@@ -18,6 +18,7 @@ import type { Effect } from "../sql";
 import type { RunTiming } from "./attempts";
 import type { StoreClaim } from "./claims";
 import type { DeliveryDetail, DeliveryStats, DeliverySummary } from "./deliveries";
+import type { ReplayFrom } from "./filtered";
 import type { ListingPage, ListingQuery } from "./listing-query";
 import type { NewDelivery, RecordOutcome } from "./new-delivery";
 import type { ProviderMessage, ProviderMessageCount } from "./provider-messages";
@@ -123,7 +124,7 @@ export interface AdminStore {
    * attempts 0, when its status is one of `from` and its body is kept; a fanned-out delivery's runs
    * in `from` with it. What to run again (the delivery, or its runs); null when refused.
    */
-  resetForReplay(ref: RunRef, from: readonly ("failed" | "done")[], nowMs: number): Promise<RunRef[] | null>;
+  resetForReplay(ref: RunRef, from: readonly ReplayFrom[], nowMs: number): Promise<RunRef[] | null>;
   /** The bulk form (up to `limit` failed deliveries, oldest first): what to run again. */
   resetFailedForReplay(filter: FailedFilter, limit: number, nowMs: number): Promise<RunRef[]>;
   countFailed(filter: FailedFilter): Promise<number>;

@@ -41,10 +41,10 @@ async function run(args, env = {}, root = EMPTY_ROOT) {
 }
 
 const STATS = {
-  counts: { received: 2, processing: 1, done: 40, failed: 3 },
+  counts: { received: 2, processing: 1, done: 40, failed: 3, filtered: 4 },
   unhandled: 5,
   oldestWaitingSeconds: 125,
-  bySource: { stripe: { received: 2, processing: 1, done: 30, failed: 3 }, github: { received: 0, processing: 0, done: 10, failed: 0 } },
+  bySource: { stripe: { received: 2, processing: 1, done: 30, failed: 3, filtered: 4 }, github: { received: 0, processing: 0, done: 10, failed: 0, filtered: 0 } },
 };
 
 /** GET /admin/sources as the inbox answers it (the grades as the catalogue gives them). */
@@ -66,8 +66,9 @@ describe("webhook-inbox (against a stub API)", () => {
     assert.equal(requests.at(-1)?.url, "/admin/stats");
     assert.equal(requests.at(-1)?.authorization, "Bearer stub-token");
     assert.match(result.stdout, /^done\s+40 \(5 unhandled\)$/m);
+    assert.match(result.stdout, /^filtered\s+4$/m);
     assert.match(result.stdout, /^oldest waiting: 2 min 5 s$/m);
-    assert.match(result.stdout, /^github\s+0\s+0\s+10\s+0\nstripe\s+2\s+1\s+30\s+3$/m);
+    assert.match(result.stdout, /^github\s+0\s+0\s+10\s+0\s+0\nstripe\s+2\s+1\s+30\s+3\s+4$/m);
   });
 
   it("prints the API's JSON unchanged with --json", async () => {

@@ -18,6 +18,7 @@ describe("loadConfig", () => {
       publicBaseUrl: undefined,
       adminToken: undefined,
       forwarding: { byPrefix: {} },
+      sourceFilters: { byPrefix: {} },
     });
   });
 

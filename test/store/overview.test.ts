@@ -17,12 +17,13 @@ const DAY = 24 * HOUR;
 const body = new TextEncoder().encode("{}");
 const store = () => openStore(env);
 
-type Fate = "done" | "unhandled" | "failed" | "received" | "processing";
+type Fate = "done" | "unhandled" | "failed" | "received" | "processing" | "filtered";
 
 /** Stores a delivery received at `atMs` and moves it to `fate` as processing would, under the lease token `atMs + 1`. */
 async function seed(source: string, id: string, atMs: number, fate: Fate): Promise<void> {
   const ref = { source, id };
-  await recordDelivery({ ...ref, eventType: "test.event", body, receivedAtMs: atMs });
+  // A filtered one is stored so by its insert (store/filtered.ts), as the receiver does.
+  await recordDelivery({ ...ref, eventType: "test.event", body, receivedAtMs: atMs, filtered: fate === "filtered" ? "filtered: type equals \"x\"; saw \"test.event\"" : null });
   const token = atMs + 1;
   if (fate === "done" || fate === "unhandled") expect(await store().commitDone(ref, token, { handled: fate === "done", effects: [] }, atMs + 10)).toEqual({ kind: "committed" });
   if (fate === "failed") expect(await store().recordResult(ref, token, { kind: "failed", error: "boom" }, atMs + 10)).toBe(1);
@@ -32,7 +33,7 @@ async function seed(source: string, id: string, atMs: number, fate: Fate): Promi
 /** The exact counts of these sources, from a full count of the table. */
 async function exact(sources: readonly string[], nowMs: number) {
   const stats = await store().stats(nowMs);
-  return Object.fromEntries(sources.map((source) => [source, stats.bySource[source] ?? { received: 0, processing: 0, done: 0, failed: 0 }]));
+  return Object.fromEntries(sources.map((source) => [source, stats.bySource[source] ?? { received: 0, processing: 0, done: 0, failed: 0, filtered: 0 }]));
 }
 
 /** The overview put together afresh at `nowMs`: the stored snapshot dropped first (either store keeps it in inbox_marks). */
@@ -43,7 +44,7 @@ async function freshOverview(nowMs: number) {
 
 async function snapshotOf(sources: readonly string[], nowMs: number) {
   const overview = await freshOverview(nowMs);
-  return Object.fromEntries(sources.map((source) => [source, overview.bySource[source] ?? { received: 0, processing: 0, done: 0, failed: 0 }]));
+  return Object.fromEntries(sources.map((source) => [source, overview.bySource[source] ?? { received: 0, processing: 0, done: 0, failed: 0, filtered: 0 }]));
 }
 
 /** How far the count's walk has come. */
@@ -59,7 +60,7 @@ describe("the overview's counts", () => {
   it("equal an exact count, whether the rows were passed by the walk or not, after retention and a replay", async () => {
     const now = Date.now();
     const sources = ["ov-a", "ov-b"];
-    const fates: Fate[] = ["done", "done", "unhandled", "failed", "received", "processing"];
+    const fates: Fate[] = ["done", "done", "unhandled", "failed", "received", "processing", "filtered"];
     for (const [index, fate] of fates.entries()) {
       await seed("ov-a", `old-${index}`, now - 40 * DAY + index, fate);
       await seed("ov-b", `old-${index}`, now - 2 * HOUR + index, fate);
@@ -77,12 +78,17 @@ describe("the overview's counts", () => {
 
     // Retention deletes the settled rows of 40 days ago (counted ones): the totals lose them.
     const { deleted } = await store().applyRetention(now - 30 * DAY, now - 365 * DAY, 1_000);
-    expect(deleted).toBeGreaterThanOrEqual(4);
-    expect((await exact(sources, now))["ov-a"]).toEqual({ received: 1, processing: 1, done: 0, failed: 0 });
+    expect(deleted).toBeGreaterThanOrEqual(5);
+    expect((await exact(sources, now))["ov-a"]).toEqual({ received: 1, processing: 1, done: 0, failed: 0, filtered: 0 });
     expect(await snapshotOf(sources, now)).toEqual(await exact(sources, now));
 
     // A replay of a failed delivery behind the mark: failed → received, nothing else moves.
     expect(await store().resetForReplay({ source: "ov-b", id: "old-3" }, ["failed"], now)).not.toBeNull();
+    expect(await snapshotOf(sources, now)).toEqual(await exact(sources, now));
+    // The filtered ones are counted apart from done, and a replay of one behind the mark moves it to received.
+    expect((await exact(sources, now))["ov-b"]?.filtered).toBe(2);
+    expect(await store().resetForReplay({ source: "ov-b", id: "old-6" }, ["filtered"], now)).not.toBeNull();
+    expect((await exact(sources, now))["ov-b"]?.filtered).toBe(1);
     expect(await snapshotOf(sources, now)).toEqual(await exact(sources, now));
     expect((await freshOverview(now)).unhandled).toBe(await unhandledRows());
   });

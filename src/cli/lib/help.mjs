@@ -14,10 +14,12 @@ Commands:
        [--type T] [--since T]         --cursor continues from the previous page; --type: an
        [--until T] [--unhandled]      event type; --since/--until: received at or after /
        [--limit N] [--cursor C]       before an ISO time, e.g. 2026-12-03T00:00:00Z;
-                                      --unhandled: done with no handler matched)
+                                      --unhandled: done with no handler matched; --status
+                                      filtered: kept out by the source's filter)
   show <source> <id>                  one delivery: its fields, request headers, attempt
                                       history and body
-  replay <source> <id> [--force]      put a failed delivery back (--force: also a done one;
+  replay <source> <id> [--force]      put a failed or filtered delivery back (--force: also
+                                      a done one;
        [--subscriber NAME]            --subscriber: only that subscriber's run of it)
   replay --failed [--source S]        put every failed delivery back (of one source, one
        [--subscriber NAME]            subscriber's failures only, event type or time range)

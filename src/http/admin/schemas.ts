@@ -57,7 +57,7 @@ const UnhandledSchema = z
   .openapi({ description: "`true`: only done deliveries no handler matched" });
 
 const StatusCountsSchema = z
-  .object({ received: z.number().int(), processing: z.number().int(), done: z.number().int(), failed: z.number().int() })
+  .object({ received: z.number().int(), processing: z.number().int(), done: z.number().int(), failed: z.number().int(), filtered: z.number().int() })
   .openapi("StatusCounts");
 
 export const StatsSchema = z

@@ -8,6 +8,7 @@ import type { DeliveryRef } from "../../delivery-ref";
 import { attemptLogFromColumn } from "../attempts";
 import { bodyColumns, bodyFromRow } from "./columns";
 import { RUN_COLUMNS, SUMMARY_COLUMNS, toRun, toSummary, zeroCounts, sumSubscriberCounts, type DeliveryDetail, type SubscriberCount, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "../deliveries";
+import { FILTERED_SQL } from "../filtered";
 import { headersFromColumn } from "../headers";
 
 /**
@@ -18,8 +19,9 @@ import { headersFromColumn } from "../headers";
 export async function deliveryStats(db: D1Database, nowMs: number): Promise<DeliveryStats> {
   const [groups, oldest] = await db.batch([
     db.prepare(
-      `SELECT source, status, COUNT(*) AS n, SUM(status = 'done' AND handled = 0) AS unhandled
-         FROM deliveries GROUP BY source, status`,
+      // A filtered delivery is a done row without `handled` (store/filtered.ts): counted as filtered.
+      `SELECT source, CASE WHEN ${FILTERED_SQL} THEN 'filtered' ELSE status END AS status, COUNT(*) AS n, SUM(status = 'done' AND handled = 0) AS unhandled
+         FROM deliveries GROUP BY 1, 2`,
     ),
     // One MIN, answered from the first entry of the partial index of unfinished rows.
     db.prepare(`SELECT MIN(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'processing')`),

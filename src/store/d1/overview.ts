@@ -11,6 +11,7 @@
  * - received per hour: `inbox_hours`, added by the same walk, plus the rows past the mark;
  * - received and processing: the partial index of unfinished rows (the backlog, small);
  * - failed: the partial index of failed rows;
+ * - filtered: the partial index of filtered rows (migrations/0013, store/filtered.ts);
  * - unhandled: `inbox_counts.unhandled`, kept exact by triggers (migrations/0008) and retention;
  * - done: what is left of the total.
  * - duplicates: `inbox_counts.duplicates`, counted when a duplicate is answered (migrations/0009);
@@ -22,6 +23,7 @@
  * entry of the partial index).
  */
 import { isoTime } from "../clock";
+import { FILTERED_SQL } from "../filtered";
 import { markSql } from "./marks";
 import {
   assembleSnapshot,
@@ -65,6 +67,7 @@ export const OVERVIEW_SQL = {
   pending: "SELECT source, status, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_pending WHERE status IN ('received', 'processing') GROUP BY source, status",
   failed: "SELECT source, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_failed WHERE status = 'failed' GROUP BY source",
   failedHours: "SELECT substr(received_at, 1, 13) AS hour, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_failed WHERE status = 'failed' AND received_at >= ?1 GROUP BY 1",
+  filtered: `SELECT source, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_filtered WHERE ${FILTERED_SQL} GROUP BY source`,
 } as const;
 
 /**
@@ -75,7 +78,8 @@ export const OVERVIEW_SQL = {
 export const LIVE_ROWS_SQL = `SELECT
     (SELECT COUNT(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_by_age WHERE received_at >= ${MARK} LIMIT ?1))
     + (SELECT COUNT(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_pending WHERE status IN ('received', 'processing') LIMIT ?1))
-    + (SELECT COUNT(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_failed WHERE status = 'failed' LIMIT ?1)) AS n`;
+    + (SELECT COUNT(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_failed WHERE status = 'failed' LIMIT ?1))
+    + (SELECT COUNT(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_filtered WHERE ${FILTERED_SQL} LIMIT ?1)) AS n`;
 
 /** The walk's statements, for `EXPLAIN QUERY PLAN` too. `?1`: the mark as read, `?2`: the new mark. */
 export const COUNT_SQL = {
@@ -136,10 +140,11 @@ async function putTogether(db: D1Database, nowMs: number): Promise<Snapshot> {
     db.prepare(OVERVIEW_SQL.pending),
     db.prepare(OVERVIEW_SQL.failed),
     db.prepare(OVERVIEW_SQL.failedHours).bind(isoTime(first)),
+    db.prepare(OVERVIEW_SQL.filtered),
   ]);
   const rows = <T>(index: number) => results[index]!.results as T[];
   return assembleSnapshot(
-    { counted: rows(0), tail: rows(1), tailHours: rows(2), hours: rows(3), pending: rows(4), failed: rows(5), failedHours: rows(6) },
+    { counted: rows(0), tail: rows(1), tailHours: rows(2), hours: rows(3), pending: rows(4), failed: rows(5), failedHours: rows(6), filtered: rows(7) },
     nowMs,
   );
 }

@@ -23,9 +23,11 @@ export function insertDelivery(db: D1Database, delivery: NewDelivery): D1Prepare
   const now = isoTime(delivery.receivedAtMs);
   return db
     .prepare(
-      `INSERT INTO deliveries (source, id, event_type, status, attempts, body, received_at, updated_at, content_digest, headers)
-       VALUES (?1, ?2, ?3, 'received', 0, ${bodyFromParams(7)}, max(?4, ${COUNTED_MARK_SQL}), ?4, ?5, ?6)
+      // A filtered delivery is the same one row, stored finished (store/filtered.ts): `done` with no
+      // `handled` and its reason in `error`.
+      `INSERT INTO deliveries (source, id, event_type, status, attempts, error, body, received_at, updated_at, content_digest, headers)
+       VALUES (?1, ?2, ?3, CASE WHEN ?7 IS NULL THEN 'received' ELSE 'done' END, 0, ?7, ${bodyFromParams(8)}, max(?4, ${COUNTED_MARK_SQL}), ?4, ?5, ?6)
        ON CONFLICT DO NOTHING`,
     )
-    .bind(delivery.source, delivery.id, delivery.eventType, now, delivery.contentDigest ?? null, delivery.headers ?? null, ...bodyParams(delivery.body));
+    .bind(delivery.source, delivery.id, delivery.eventType, now, delivery.contentDigest ?? null, delivery.headers ?? null, delivery.filtered ?? null, ...bodyParams(delivery.body));
 }

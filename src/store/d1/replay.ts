@@ -9,6 +9,7 @@ import { appendAttempt, entryAt } from "./attempt-log";
 import { attemptJson } from "../attempts";
 import { isoTime } from "../clock";
 import type { DeliveryStatus } from "../deliveries";
+import { runStatuses, STATUS_AS_SHOWN_SQL, type ReplayFrom } from "../filtered";
 import { filterConditions } from "./listing";
 import type { FailedFilter, ReplayState } from "../replay-state";
 
@@ -28,7 +29,7 @@ function replayFence(param: number): string {
 export async function replayState(db: D1Database, ref: RunRef): Promise<ReplayState | null> {
   if (isSubscriberRun(ref)) return runReplayState(db, ref);
   const row = await db
-    .prepare("SELECT status, body IS NULL AS pruned FROM deliveries WHERE source = ?1 AND id = ?2")
+    .prepare(`SELECT ${STATUS_AS_SHOWN_SQL} AS status, body IS NULL AS pruned FROM deliveries WHERE source = ?1 AND id = ?2`)
     .bind(ref.source, ref.id)
     .first<{ status: DeliveryStatus; pruned: number }>();
   return row ? { status: row.status, bodyPruned: row.pruned === 1 } : null;
@@ -42,18 +43,18 @@ export async function replayState(db: D1Database, ref: RunRef): Promise<ReplaySt
  * status is one of `from` get a new life with it (run-replay.ts); a run alone, by its `subscriber`.
  * Returns what to run again (the delivery, or its runs); null when refused.
  */
-export async function resetForReplay(db: D1Database, ref: RunRef, from: readonly ("failed" | "done")[], nowMs: number): Promise<RunRef[] | null> {
-  if (isSubscriberRun(ref)) return resetRunForReplay(db, ref, from, nowMs);
+export async function resetForReplay(db: D1Database, ref: RunRef, from: readonly ReplayFrom[], nowMs: number): Promise<RunRef[] | null> {
+  if (isSubscriberRun(ref)) return resetRunForReplay(db, ref, runStatuses(from), nowMs);
   const [reset, runs] = await db.batch<{ fanout: number | null } & RunRef>([
     db
       .prepare(
         `UPDATE deliveries SET status = 'received', attempts = 0, error = NULL, handled = NULL, updated_at = ?3, ${replayFence(5)},
                 attempt_log = ${appendAttempt(entryAt(6, "NULL"))}
-          WHERE source = ?1 AND id = ?2 AND status IN (SELECT value FROM json_each(?4)) AND body IS NOT NULL
+          WHERE source = ?1 AND id = ?2 AND ${STATUS_AS_SHOWN_SQL} IN (SELECT value FROM json_each(?4)) AND body IS NOT NULL
           RETURNING fanout`,
       )
       .bind(ref.source, ref.id, isoTime(nowMs), JSON.stringify(from), nowMs, attemptJson("replayed", nowMs, undefined)),
-    resetRunsOfReplayed(db, from, nowMs, ref),
+    resetRunsOfReplayed(db, runStatuses(from), nowMs, ref),
   ]);
   const row = reset!.results[0];
   if (!row) return null;

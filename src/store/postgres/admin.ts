@@ -11,6 +11,7 @@
 import type { DeliveryRef } from "../../delivery-ref";
 import { SUMMARY_COLUMNS, toRun, toSummary, zeroCounts, sumSubscriberCounts, type DeliveryDetail, type SubscriberCount, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "../deliveries";
 import { attemptLogFromColumn } from "../attempts";
+import { FILTERED_SQL } from "../filtered";
 import { headersFromColumn } from "../headers";
 import { toBytes, toNumber } from "./client";
 import type { Queryable } from "./queryable";
@@ -26,9 +27,11 @@ import type { Queryable } from "./queryable";
 export async function deliveryStats(q: Queryable, nowMs: number): Promise<DeliveryStats> {
   // count(*) is a bigint, which pg returns as a string: toNumber (an int cast would fail past 2^31 rows).
   const { rows } = await q.query<{ source: string; status: DeliveryStatus; n: string; unhandled: string; oldest: string | null }>(
-    `SELECT source, status, count(*) AS n, count(*) FILTER (WHERE status = 'done' AND handled = false) AS unhandled,
+    // A filtered delivery is a done row without `handled` (store/filtered.ts): counted as filtered.
+    `SELECT source, CASE WHEN ${FILTERED_SQL} THEN 'filtered' ELSE status END AS status, count(*) AS n,
+            count(*) FILTER (WHERE status = 'done' AND handled = false) AS unhandled,
             (SELECT min(received_at) FROM deliveries WHERE status IN ('received', 'processing')) AS oldest
-       FROM deliveries GROUP BY source, status`,
+       FROM deliveries GROUP BY 1, 2`,
   );
   const counts = zeroCounts();
   const bySource: Record<string, StatusCounts> = {};

@@ -10,6 +10,7 @@
  */
 import { SUMMARY_COLUMNS, toSummary, type DeliveryRow, type DeliveryStatus, type DeliverySummary } from "../deliveries";
 import { LISTING_WINDOW, type DeliveryFilter, type ListingPage, type ListingQuery } from "../listing-query";
+import { DONE_NOT_FILTERED_SQL, FILTERED_SQL } from "../filtered";
 import { boundTerm as bound, fixedTerm as fixed, numbered, type Term } from "../where-terms";
 import type { Queryable } from "./queryable";
 
@@ -22,7 +23,9 @@ const STATUS_FILTER: Record<DeliveryStatus, string> = {
   received: "status IN ('received', 'processing') AND status = 'received'",
   processing: "status IN ('received', 'processing') AND status = 'processing'",
   failed: "status = 'failed'",
-  done: "status = 'done'",
+  done: DONE_NOT_FILTERED_SQL,
+  // The partial index of filtered rows (migrations/0013, migrations-postgres/0006; store/filtered.ts).
+  filtered: FILTERED_SQL,
 };
 
 const ORDER = "ORDER BY received_at DESC, source DESC, id DESC";

@@ -19,6 +19,7 @@
  */
 import type { DeliveryStatus } from "../deliveries";
 import { isoTime } from "../clock";
+import { FILTERED_SQL } from "../filtered";
 import {
   assembleSnapshot,
   COUNT_LAG_MS,
@@ -56,6 +57,7 @@ export const OVERVIEW_PARTS = {
   pending: "SELECT 'pending', source, status, count(*), NULL, NULL FROM deliveries WHERE status IN ('received', 'processing') GROUP BY source, status",
   failed: "SELECT 'failed', source, NULL, count(*), NULL, NULL FROM deliveries WHERE status = 'failed' GROUP BY source",
   failedHours: "SELECT 'failedHours', left(received_at, 13), NULL, count(*), NULL, NULL FROM deliveries WHERE status = 'failed' AND received_at >= $2 GROUP BY 2",
+  filtered: `SELECT 'filtered', source, NULL, count(*), NULL, NULL FROM deliveries WHERE ${FILTERED_SQL} GROUP BY source`,
 } as const;
 export const OVERVIEW_SQL = Object.values(OVERVIEW_PARTS).join("\nUNION ALL ");
 
@@ -166,6 +168,7 @@ async function putTogether(q: Queryable, nowMs: number): Promise<Snapshot> {
       pending: part("pending").map((row) => ({ source: row.key, status: row.status!, n: Number(row.n) })),
       failed: bySource("failed"),
       failedHours: byHour("failedHours"),
+      filtered: bySource("filtered"),
     },
     nowMs,
   );
@@ -177,7 +180,8 @@ async function putTogether(q: Queryable, nowMs: number): Promise<Snapshot> {
  */
 export const LIVE_ROWS_SQL = `(SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE received_at >= ${MARK} LIMIT $2) AS tail)
   + (SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE status IN ('received', 'processing') LIMIT $2) AS pending)
-  + (SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE status = 'failed' LIMIT $2) AS failed)`;
+  + (SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE status = 'failed' LIMIT $2) AS failed)
+  + (SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE ${FILTERED_SQL} LIMIT $2) AS filtered)`;
 
 /**
  * The overview: put together afresh while that is cheap (at most `liveLimit` rows to count live,

@@ -71,15 +71,17 @@ export async function insertDeliveries(db: Queryable, deliveries: readonly NewDe
       isoTime(delivery.receivedAtMs),
       delivery.contentDigest ?? null,
       delivery.headers ?? null,
+      delivery.filtered === undefined || delivery.filtered === null ? null : pgText(delivery.filtered),
     );
     // Typed in every row: a VALUES list in INSERT … SELECT does not take its types from the table.
-    return `($${at + 1}::text, $${at + 2}::text, $${at + 3}::text, $${at + 4}::bytea, $${at + 5}::text, $${at + 6}::bytea, $${at + 7}::jsonb)`;
+    return `($${at + 1}::text, $${at + 2}::text, $${at + 3}::text, $${at + 4}::bytea, $${at + 5}::text, $${at + 6}::bytea, $${at + 7}::jsonb, $${at + 8}::text)`;
   });
   const result = await db.query<{ source: string; id: string }>(
     `WITH mark AS (SELECT value FROM inbox_marks WHERE name = '${COUNTED_THROUGH}' FOR KEY SHARE)
-     INSERT INTO deliveries (source, id, event_type, status, attempts, body, received_at, updated_at, content_digest, headers)
-     SELECT v.source, v.id, v.event_type, 'received', 0, v.body, GREATEST(v.now, (SELECT value FROM mark)), v.now, v.content_digest, v.headers
-       FROM (VALUES ${rows.join(", ")}) AS v (source, id, event_type, body, now, content_digest, headers)
+     INSERT INTO deliveries (source, id, event_type, status, attempts, error, body, received_at, updated_at, content_digest, headers)
+     SELECT v.source, v.id, v.event_type, CASE WHEN v.filtered IS NULL THEN 'received' ELSE 'done' END, 0, v.filtered, v.body,
+            GREATEST(v.now, (SELECT value FROM mark)), v.now, v.content_digest, v.headers
+       FROM (VALUES ${rows.join(", ")}) AS v (source, id, event_type, body, now, content_digest, headers, filtered)
      ON CONFLICT DO NOTHING
      RETURNING source, id`,
     values,

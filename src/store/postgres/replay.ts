@@ -10,6 +10,7 @@ import { attemptJson } from "../attempts";
 import { isoTime } from "../clock";
 import type { DeliveryStatus } from "../deliveries";
 import type { FailedFilter, ReplayState } from "../replay-state";
+import { runStatuses, STATUS_AS_SHOWN_SQL, type ReplayFrom } from "../filtered";
 import { toNumber } from "./client";
 import { appendAttempt, entryAt } from "./attempt-log";
 import { filterConditions } from "./listing";
@@ -37,7 +38,7 @@ const NEW_LIFE = "status = 'received', attempts = 0, error = NULL, handled = NUL
  */
 export async function replayState(q: Queryable, ref: RunRef): Promise<ReplayState | null> {
   if (isSubscriberRun(ref)) return runReplayState(q, ref);
-  const { rows } = await q.query<{ status: DeliveryStatus; pruned: boolean }>("SELECT status, body IS NULL AS pruned FROM deliveries WHERE source = $1 AND id = $2", [
+  const { rows } = await q.query<{ status: DeliveryStatus; pruned: boolean }>(`SELECT ${STATUS_AS_SHOWN_SQL} AS status, body IS NULL AS pruned FROM deliveries WHERE source = $1 AND id = $2`, [
     ref.source,
     ref.id,
   ]);
@@ -56,19 +57,19 @@ export async function replayState(q: Queryable, ref: RunRef): Promise<ReplayStat
  * @example
  * if (!(await resetForReplay(client, ref, ["failed"], Date.now()))) console.log(await replayState(client, ref));
  */
-export async function resetForReplay(q: Queryable, ref: RunRef, from: readonly ("failed" | "done")[], nowMs: number): Promise<RunRef[] | null> {
-  if (isSubscriberRun(ref)) return resetRunForReplay(q, ref, from, nowMs);
+export async function resetForReplay(q: Queryable, ref: RunRef, from: readonly ReplayFrom[], nowMs: number): Promise<RunRef[] | null> {
+  if (isSubscriberRun(ref)) return resetRunForReplay(q, ref, runStatuses(from), nowMs);
   return ownTransaction(q, async () => {
     const { rows } = await q.query<{ fanout: number | null }>(
       `UPDATE deliveries SET ${NEW_LIFE}, updated_at = $3, ${replayFence(5)}, attempt_log = ${appendAttempt(entryAt(6, "NULL"))}
-        WHERE source = $1 AND id = $2 AND status = ANY ($4::text[]) AND body IS NOT NULL
+        WHERE source = $1 AND id = $2 AND ${STATUS_AS_SHOWN_SQL} = ANY ($4::text[]) AND body IS NOT NULL
         RETURNING fanout`,
       [ref.source, ref.id, isoTime(nowMs), from, nowMs, attemptJson("replayed", nowMs, undefined)],
     );
     const row = rows[0];
     if (!row) return null;
     // A fanned-out delivery's runs in `from` get their new life with it (run-replay.ts).
-    return row.fanout === null ? [{ source: ref.source, id: ref.id }] : resetRunsOfReplayed(q, [ref], from, nowMs);
+    return row.fanout === null ? [{ source: ref.source, id: ref.id }] : resetRunsOfReplayed(q, [ref], runStatuses(from), nowMs);
   });
 }
 

@@ -71,8 +71,8 @@ describe("GET /admin/metrics", () => {
     const text = renderMetrics(
       {
         asOf: new Date(0).toISOString(),
-        counts: { received: 0, processing: 0, done: 1, failed: 0 },
-        bySource: { 'we"ird\\\nname': { received: 0, processing: 0, done: 1, failed: 0 } },
+        counts: { received: 0, processing: 0, done: 1, failed: 0, filtered: 0 },
+        bySource: { 'we"ird\\\nname': { received: 0, processing: 0, done: 1, failed: 0, filtered: 0 } },
         unhandled: 0,
         duplicates: 2,
         duplicatesBySource: { 'we"ird\\\nname': 2 },

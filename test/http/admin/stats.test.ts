@@ -24,7 +24,7 @@ describe("GET /admin/stats", () => {
     const result = await admin("/stats");
     expect(result.status).toBe(200);
     expect(result.json).toEqual({
-      counts: { received: 0, processing: 0, done: 0, failed: 0 },
+      counts: { received: 0, processing: 0, done: 0, failed: 0, filtered: 0 },
       unhandled: 0,
       oldestWaitingSeconds: null,
       bySource: {},
@@ -37,11 +37,13 @@ describe("GET /admin/stats", () => {
     await seed("stripe", "evt_3", "failed");
     await seed("github", "gh_1", "received");
     await seed("github", "gh_2", "processing");
+    // A filtered delivery: stored done without `handled` (store/filtered.ts), counted apart from done.
+    await recordDelivery({ source: "github", id: "gh_3", eventType: "ping", body: new Uint8Array([123, 125]), receivedAtMs: NOW, filtered: "filtered: type equals \"push\"; saw \"ping\"" });
     const { json } = await admin("/stats");
-    expect(json.counts).toEqual({ received: 1, processing: 1, done: 2, failed: 1 });
+    expect(json.counts).toEqual({ received: 1, processing: 1, done: 2, failed: 1, filtered: 1 });
     expect(json.bySource).toEqual({
-      stripe: { received: 0, processing: 0, done: 2, failed: 1 },
-      github: { received: 1, processing: 1, done: 0, failed: 0 },
+      stripe: { received: 0, processing: 0, done: 2, failed: 1, filtered: 0 },
+      github: { received: 1, processing: 1, done: 0, failed: 0, filtered: 1 },
     });
   });
 

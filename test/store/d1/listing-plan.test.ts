@@ -28,6 +28,9 @@ describe("the listing's query plan", () => {
     expect(await planOf({ status: "failed", limit: 50, after })).toEqual(["SEARCH deliveries USING INDEX deliveries_failed ((received_at,source,id)<(?,?,?))"]);
     expect(await planOf({ status: "received", limit: 50 })).toEqual(["SCAN deliveries USING INDEX deliveries_pending"]);
     expect(await planOf({ status: "processing", limit: 50, after })).toEqual(["SEARCH deliveries USING INDEX deliveries_pending ((received_at,source,id)<(?,?,?))"]);
+    // Filtered: done rows without `handled` (store/filtered.ts), in their own partial index (migrations/0013).
+    expect((await planOf({ status: "filtered", limit: 50, after })).join("\n")).toMatch(/USING (COVERING )?INDEX deliveries_filtered/);
+    expect((await planOf({ status: "filtered", source: "stripe", limit: 50 })).join("\n")).toMatch(/USING (COVERING )?INDEX deliveries_filtered/);
   });
 
   it("keeps to the status's partial index with a source too, and to a bounded window of the age index for what no index serves", async () => {

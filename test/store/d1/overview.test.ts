@@ -32,12 +32,12 @@ async function seed(source: string, id: string, atMs: number, fate: Fate): Promi
 /** The exact counts of these sources, from a full count of the table. */
 async function exact(sources: readonly string[], nowMs: number) {
   const stats = await deliveryStats(env.DB, nowMs);
-  return Object.fromEntries(sources.map((source) => [source, stats.bySource[source] ?? { received: 0, processing: 0, done: 0, failed: 0 }]));
+  return Object.fromEntries(sources.map((source) => [source, stats.bySource[source] ?? { received: 0, processing: 0, done: 0, failed: 0, filtered: 0 }]));
 }
 
 async function snapshotOf(sources: readonly string[], nowMs: number) {
   const overview = await refreshOverview(env.DB, nowMs);
-  return Object.fromEntries(sources.map((source) => [source, overview.bySource[source] ?? { received: 0, processing: 0, done: 0, failed: 0 }]));
+  return Object.fromEntries(sources.map((source) => [source, overview.bySource[source] ?? { received: 0, processing: 0, done: 0, failed: 0, filtered: 0 }]));
 }
 
 describe("the walk", () => {
@@ -62,7 +62,7 @@ describe("the walk", () => {
     // Retention deletes the settled rows of 40 days ago (counted ones): the totals lose them.
     const { deleted } = await applyRetention(env.DB, now - 30 * DAY, now - 365 * DAY, 1_000);
     expect(deleted).toBeGreaterThanOrEqual(4);
-    expect((await exact(sources, now))["ov-a"]).toEqual({ received: 1, processing: 1, done: 0, failed: 0 });
+    expect((await exact(sources, now))["ov-a"]).toEqual({ received: 1, processing: 1, done: 0, failed: 0, filtered: 0 });
     expect(await snapshotOf(sources, now)).toEqual(await exact(sources, now));
 
     // A replay of a failed delivery behind the mark: failed → received, nothing else moves.
@@ -81,7 +81,7 @@ describe("the walk", () => {
       while ((await advanceCounts(env.DB, now, 2)) !== null);
     };
     await Promise.all([walk(), walk(), walk()]);
-    expect((await snapshotOf(["ov-race"], now))["ov-race"]).toEqual({ received: 0, processing: 0, done: 12, failed: 0 });
+    expect((await snapshotOf(["ov-race"], now))["ov-race"]).toEqual({ received: 0, processing: 0, done: 12, failed: 0, filtered: 0 });
     const counted = await env.DB.prepare("SELECT total FROM inbox_counts WHERE source = 'ov-race'").first<{ total: number }>();
     expect(counted!.total).toBe(12);
   });
@@ -135,7 +135,7 @@ describe("the overview's cost", () => {
     await env.DB.prepare("UPDATE deliveries SET status = 'done', attempts = 1, handled = (id <= 'd-2'), commit_token = 1, lease_token = 1 WHERE source = 'ov-bulk'").run();
     expect(await advanceCounts(env.DB, now + HOUR)).not.toBeNull();
     const overview = await refreshOverview(env.DB, now + HOUR);
-    expect(overview.bySource["ov-bulk"]).toEqual({ received: 0, processing: 0, done: 5000, failed: 0 });
+    expect(overview.bySource["ov-bulk"]).toEqual({ received: 0, processing: 0, done: 5000, failed: 0, filtered: 0 });
     const unhandled = await env.DB.prepare("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'done' AND handled = 0").first<{ n: number }>();
     expect(unhandled!.n).toBeGreaterThan(3000);
     expect(overview.unhandled).toBe(unhandled!.n);

@@ -24,6 +24,14 @@ describe("rows written per delivery", () => {
     expect([insert.meta.rows_written, claim.meta.rows_written, done.meta.rows_written]).toEqual([3, 0, 1]);
   });
 
+  it("stores a filtered delivery in 3 rows too: its entry in deliveries_filtered takes the place of the one in deliveries_pending", async () => {
+    const insert = await insertDelivery(env.DB, { source: "cost", id: "filtered", eventType: "customer.created", body, receivedAtMs: NOW, filtered: "filtered: type equals \"x\"; saw \"customer.created\"" }).run();
+    expect(insert.meta.changes).toBe(1);
+    expect(insert.meta.rows_written).toBe(3);
+    const stored = await env.DB.prepare("SELECT status, handled, error FROM deliveries WHERE source = 'cost' AND id = 'filtered'").first();
+    expect(stored).toEqual({ status: "done", handled: null, error: 'filtered: type equals "x"; saw "customer.created"' });
+  });
+
   it("adds one row for a source that deduplicates on content (its digest's unique index)", async () => {
     const insert = await insertDelivery(env.DB, { source: "cost", id: "digest", eventType: null, body, receivedAtMs: NOW, contentDigest: new Uint8Array(32).fill(7) }).run();
     expect(insert.meta.rows_written).toBe(4);

@@ -65,10 +65,10 @@ describe("deliveryStats", () => {
         await q.query("COMMIT");
       }
     });
-    expect(stats.bySource["pg-stats-a"]).toEqual({ received: 0, processing: 0, done: 3, failed: 1 });
-    expect(stats.bySource["pg-stats-b"]).toEqual({ received: 1, processing: 1, done: 0, failed: 0 });
+    expect(stats.bySource["pg-stats-a"]).toEqual({ received: 0, processing: 0, done: 3, failed: 1, filtered: 0 });
+    expect(stats.bySource["pg-stats-b"]).toEqual({ received: 1, processing: 1, done: 0, failed: 0, filtered: 0 });
     // The totals are the sum of the sources, as numbers (pg gives COUNT(*) as a string).
-    const sum = { received: 0, processing: 0, done: 0, failed: 0 };
+    const sum = { received: 0, processing: 0, done: 0, failed: 0, filtered: 0 };
     for (const counts of Object.values(stats.bySource)) for (const status of Object.keys(sum) as (keyof typeof sum)[]) sum[status] += counts[status];
     expect(stats.counts).toEqual(sum);
     expect(stats.unhandled).toBe(unhandled);

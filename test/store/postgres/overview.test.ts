@@ -42,7 +42,7 @@ async function seed(source: string, id: string, atMs: number, fate: Fate): Promi
   });
 }
 
-const zero: StatusCounts = { received: 0, processing: 0, done: 0, failed: 0 };
+const zero: StatusCounts = { received: 0, processing: 0, done: 0, failed: 0, filtered: 0 };
 
 /** The exact counts of these sources, from a full count of the table. */
 async function exact(sources: readonly string[], nowMs: number) {
@@ -94,7 +94,7 @@ describe("the overview's counts", () => {
     // Retention deletes the settled rows of 40 days ago (counted ones): the totals lose them.
     const { deleted } = await db((q) => applyRetention(q, now - 30 * DAY, now - 365 * DAY, 1_000));
     expect(deleted).toBeGreaterThanOrEqual(4);
-    expect((await exact(sources, now))["ov-a"]).toEqual({ received: 1, processing: 1, done: 0, failed: 0 });
+    expect((await exact(sources, now))["ov-a"]).toEqual({ received: 1, processing: 1, done: 0, failed: 0, filtered: 0 });
     expect(await snapshotOf(sources, now)).toEqual(await exact(sources, now));
 
     // A replay of a failed delivery behind the mark: failed → received, nothing else moves.

@@ -116,7 +116,7 @@ describe("resetForReplay", () => {
     await seed("pg-replay-long", "one", { status: "done" });
     await db(async (q) => {
       for (let round = 0; round < MAX_ATTEMPT_LOG + 5; round++) {
-        await q.query("UPDATE deliveries SET status = 'done' WHERE source = 'pg-replay-long'");
+        await q.query("UPDATE deliveries SET status = 'done', handled = true WHERE source = 'pg-replay-long'");
         expect(await resetForReplay(q, { source: "pg-replay-long", id: "one" }, ["done"], NOW + round)).not.toBeNull();
       }
     });

@@ -60,6 +60,7 @@ tbody th { font-weight: 600; }
 .badge-processing { background: var(--processing-bg); color: var(--processing-fg); }
 .badge-done { background: var(--done-bg); color: var(--done-fg); }
 .badge-failed { background: var(--failed-bg); color: var(--failed-fg); }
+.badge-filtered { background: var(--received-bg); color: var(--received-fg); border-style: dashed; }
 .badge-grade-strong { background: var(--done-bg); color: var(--done-fg); }
 .badge-grade-fair { background: var(--received-bg); color: var(--received-fg); }
 .badge-grade-weak { background: var(--failed-bg); color: var(--failed-fg); }

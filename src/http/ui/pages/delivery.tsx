@@ -62,7 +62,7 @@ export function DeliveryPage(props: { delivery: DeliveryDetail; notice: NoticeCo
 
 function Actions(props: { delivery: DeliveryDetail }) {
   const { delivery } = props;
-  if (delivery.body === null && (delivery.status === "done" || delivery.status === "failed")) {
+  if (delivery.body === null && (delivery.status === "done" || delivery.status === "failed" || delivery.status === "filtered")) {
     return <p class="muted">Retention cleared the body of this delivery: it cannot be replayed.</p>;
   }
   if (delivery.status === "failed") {
@@ -76,6 +76,16 @@ function Actions(props: { delivery: DeliveryDetail }) {
             ? "Runs its failed subscribers again from attempt 1; what is done stays done. Replay once the cause is fixed."
             : "Runs its handler again from attempt 1. Replay once the cause is fixed."}
         </span>
+      </div>
+    );
+  }
+  if (delivery.status === "filtered") {
+    return (
+      <div class="actions">
+        <form method="post" action={deliveryHref(delivery, "/replay")}>
+          <button type="submit">Replay</button>
+        </form>
+        <span class="muted">Its source's filter kept it out (the reason is below). If the filter was wrong, replay runs it as a normal delivery.</span>
       </div>
     );
   }
@@ -144,6 +154,7 @@ function Fields(props: { delivery: DeliveryDetail; nowMs: number }) {
 function handledText(delivery: DeliveryDetail) {
   if (delivery.handled === true) return "yes";
   if (delivery.handled === false) return "no: no handler matched (unhandled)";
+  if (delivery.status === "filtered") return <span class="muted">no: its source's filter kept it out (see the reason)</span>;
   if (delivery.status === "failed") return <span class="muted">no: its handler failed (see the last error); replay it once the cause is fixed</span>;
   return <span class="muted">not yet</span>;
 }
