@@ -19,6 +19,7 @@ import { describeError } from "../handler-api/errors";
 import {
   checkForwardSecret,
   checkForwardUrl,
+  DEFAULT_BREAKER,
   DEFAULT_CONCURRENCY,
   DEFAULT_TIMEOUT_SECONDS,
   MAX_CONCURRENCY,
@@ -132,7 +133,16 @@ function resolveDestination(options: ForwardOptions, env: Env): ForwardDestinati
   const config = loadConfig(env);
   const timeout = timeoutProblem(timeoutSeconds, { leaseSeconds: config.leaseSeconds, handlerTimeoutSeconds: config.handlerTimeoutSeconds });
   if (timeout) return `the timeoutSeconds option: ${timeout}`;
-  return { url: url.url, key: secret.key, timeoutSeconds, concurrency: options.concurrency ?? DEFAULT_CONCURRENCY };
+  return {
+    url: url.url,
+    key: secret.key,
+    timeoutSeconds,
+    concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
+    maxAttempts: config.maxAttempts,
+    retryBaseSeconds: config.retryBaseSeconds,
+    breaker: DEFAULT_BREAKER,
+    filterJson: null,
+  };
 }
 
 /**
