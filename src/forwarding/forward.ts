@@ -72,7 +72,7 @@ export async function forwardDelivery(env: Env, destination: ForwardDestination,
     const holdMs = (destination.timeoutSeconds + SLOT_MARGIN_SECONDS) * 1000;
     // Waiter: the delivery at this destination (two destinations of one origin share the object).
     const waiter = `${delivery.idempotencyKey} ${destination.url}`;
-    answer = await limiter.acquire(slotId, destination.concurrency, holdMs, waiter, { breaker: destination.breaker, receivedAtMs: receivedAtMs(delivery.receivedAt) });
+    answer = await limiter.acquire(slotId, destination.concurrency, holdMs, waiter, { destination: destination.url, breaker: destination.breaker, receivedAtMs: receivedAtMs(delivery.receivedAt) });
   } catch (error) {
     console.error("forwarding: the concurrency limiter could not be reached, the delivery waits:", describeError(error));
     throw new DeferredError("the forward destination's concurrency limiter could not be reached", LIMITER_UNAVAILABLE_WAIT_SECONDS);
@@ -106,7 +106,7 @@ export async function forwardDelivery(env: Env, destination: ForwardDestination,
     }
   } finally {
     const keepSlot = sent && result === undefined;
-    await limiter.settle(slotId, outcome, destination.breaker, keepSlot).catch((error: unknown) => {
+    await limiter.settle(slotId, destination.url, outcome, destination.breaker, keepSlot).catch((error: unknown) => {
       console.error("forwarding: could not tell the limiter how a request ended; its slot expires by itself:", describeError(error));
     });
   }

@@ -14,13 +14,13 @@
  *   slots' requests run can be evicted, and a fresh instance must still count them. The usual
  *   forward costs two storage writes (the slot, its removal) and two calls to this object.
  *
- * It also holds the destination's circuit breaker (breaker.ts: the decisions; stored under
- * BREAKER_KEY, so an evicted instance still knows the destination is down) and the order of its
- * backlog (arrival.ts, memory only): `acquire` asks both before a slot, and `settle` tells the
- * breaker how the request ended.
+ * It also holds the circuit breaker of each destination (URL) of the origin (breaker.ts: the
+ * decisions; stored under `breaker:<url>`, so an evicted instance still knows a destination is
+ * down) and the order of its backlog (arrival.ts, memory only): `acquire` asks both before a slot,
+ * and `settle` tells the breaker how the request ended.
  *
- * Keyed by origin, not by full URL: two paths of one service share its capacity, and its breaker
- * (the origin is what is down).
+ * Keyed by origin, not by full URL: two paths of one service share its capacity. Each path has
+ * its own breaker, though: a destination is a URL, and one path's handler can fail while another's works.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { BreakerSettings } from "../config/destination";
@@ -35,8 +35,10 @@ export type SlotAnswer =
   | { readonly granted: true; readonly probe?: boolean }
   | { readonly granted: false; readonly waitSeconds: number; readonly reason?: WaitReason };
 
-/** What the breaker and the order need to know of a request (forward.ts gives both). */
+/** What the breaker and the order need to know of a request (forward.ts gives them). */
 export interface AcquireOptions {
+  /** The destination's URL: each has its own breaker and backlog (the origin's slots are shared). */
+  readonly destination: string;
   readonly breaker: BreakerSettings;
   /** When the delivery was received (ms), or null: not ordered. */
   readonly receivedAtMs: number | null;
@@ -54,7 +56,7 @@ export interface BreakerView {
   readonly waiting: number;
 }
 
-const BREAKER_KEY = "breaker";
+const BREAKER_PREFIX = "breaker:";
 
 const SLOT_PREFIX = "slot:";
 /** A refused delivery counts as waiting for this long after its last refusal (it is back well before). */
@@ -78,21 +80,31 @@ export class ForwardLimiter extends DurableObject<Env> {
   #averageHoldMs = ASSUMED_HOLD_MS;
   /** The deliveries refused lately (the caller's `waiter`) → when: how many wait for a slot. */
   #waiting = new Map<string, number>();
-  /** The breaker, read from storage by the first call that needs it. */
-  #breaker: Promise<BreakerState> | null = null;
-  /** The deliveries waiting their turn, by when they were received (arrival.ts). */
-  #backlog: Backlog = new Map();
+  /** Each destination's breaker (by URL), read from storage by the first call that needs it. */
+  #breakers = new Map<string, Promise<BreakerState>>();
+  /** Each destination's deliveries waiting their turn, by when they were received (arrival.ts). */
+  #backlogs = new Map<string, Backlog>();
 
-  #loadBreaker(): Promise<BreakerState> {
-    this.#breaker ??= this.ctx.storage.get<BreakerState>(BREAKER_KEY).then((stored) => stored ?? CLOSED);
-    return this.#breaker;
+  #loadBreaker(destination: string): Promise<BreakerState> {
+    let breaker = this.#breakers.get(destination);
+    if (breaker === undefined) {
+      breaker = this.ctx.storage.get<BreakerState>(BREAKER_PREFIX + destination).then((stored) => stored ?? CLOSED);
+      this.#breakers.set(destination, breaker);
+    }
+    return breaker;
+  }
+
+  #backlog(destination: string): Backlog {
+    let backlog = this.#backlogs.get(destination);
+    if (backlog === undefined) this.#backlogs.set(destination, (backlog = new Map()));
+    return backlog;
   }
 
   /** Keeps `next` (in memory at once, so calls that follow see it; stored when it changed). */
-  async #saveBreaker(previous: BreakerState, next: BreakerState): Promise<void> {
+  async #saveBreaker(destination: string, previous: BreakerState, next: BreakerState): Promise<void> {
     if (next === previous) return;
-    this.#breaker = Promise.resolve(next);
-    await this.ctx.storage.put(BREAKER_KEY, next);
+    this.#breakers.set(destination, Promise.resolve(next));
+    await this.ctx.storage.put(BREAKER_PREFIX + destination, next);
   }
 
   #load(): Promise<Map<string, number>> {
@@ -111,23 +123,25 @@ export class ForwardLimiter extends DurableObject<Env> {
    */
   async acquire(slotId: string, limit: number, holdMs: number, waiter: string, options?: AcquireOptions): Promise<SlotAnswer> {
     const slots = await this.#load();
-    const breaker = await this.#loadBreaker();
+    const destination = options?.destination ?? "";
+    const breaker = options ? await this.#loadBreaker(destination) : CLOSED;
     // Decided and changed in memory with no await in between: concurrent calls cannot both take the last slot.
     const nowMs = Date.now();
-    // The breaker first, then the order of arrival: a turn (the probe's included) goes to the oldest waiting.
+    // The order of arrival first, then the breaker: a turn (the probe's included) goes to the oldest waiting.
     const receivedAtMs = options?.receivedAtMs ?? null;
-    prune(this.#backlog, nowMs);
-    if (receivedAtMs !== null && olderWaiting(this.#backlog, waiter, receivedAtMs, nowMs)) {
-      register(this.#backlog, waiter, receivedAtMs, nowMs + ORDER_WAIT_SECONDS * 1000);
+    const backlog = this.#backlog(destination);
+    prune(backlog, nowMs);
+    if (receivedAtMs !== null && olderWaiting(backlog, waiter, receivedAtMs, nowMs)) {
+      register(backlog, waiter, receivedAtMs, nowMs + ORDER_WAIT_SECONDS * 1000);
       return { granted: false, waitSeconds: ORDER_WAIT_SECONDS, reason: "order" };
     }
     const { admission, state } = options ? admit(breaker, nowMs, slotId, holdMs) : { admission: { go: true as const, probe: false }, state: breaker };
     if (!admission.go) {
       const waitSeconds = Math.max(1, Math.ceil((admission.untilMs - nowMs) / 1000));
-      if (receivedAtMs !== null) register(this.#backlog, waiter, receivedAtMs, admission.untilMs);
+      if (receivedAtMs !== null) register(backlog, waiter, receivedAtMs, admission.untilMs);
       return { granted: false, waitSeconds, reason: breaker.status === "open" ? "open" : "probing" };
     }
-    const saved = this.#saveBreaker(breaker, state);
+    const saved = this.#saveBreaker(destination, breaker, state);
     const expired = [...slots].filter(([, expiresAtMs]) => expiresAtMs <= nowMs).map(([id]) => id);
     for (const id of expired) {
       slots.delete(id);
@@ -139,18 +153,17 @@ export class ForwardLimiter extends DurableObject<Env> {
       slots.set(slotId, nowMs + holdMs);
       this.#grantedAtMs.set(slotId, nowMs);
       this.#waiting.delete(waiter);
-      this.#backlog.delete(waiter);
+      backlog.delete(waiter);
       writes.push(this.ctx.storage.put(SLOT_PREFIX + slotId, nowMs + holdMs), saved);
       await Promise.all(writes);
       return admission.probe ? { granted: true, probe: true } : { granted: true };
     }
     // No slot: a probe admitted above gives its turn back (it was never sent).
-    if (admission.probe) this.#breaker = Promise.resolve(breaker);
-    writes.push(admission.probe ? this.ctx.storage.put(BREAKER_KEY, breaker) : saved);
+    writes.push(admission.probe ? this.#saveBreaker(destination, state, breaker) : saved);
     await Promise.all(writes);
     this.#waiting.set(waiter, nowMs);
     const waitSeconds = this.#waitHint(nowMs, limit);
-    if (receivedAtMs !== null) register(this.#backlog, waiter, receivedAtMs, nowMs + waitSeconds * 1000);
+    if (receivedAtMs !== null) register(backlog, waiter, receivedAtMs, nowMs + waitSeconds * 1000);
     return { granted: false, waitSeconds, reason: "full" };
   }
 
@@ -158,17 +171,18 @@ export class ForwardLimiter extends DurableObject<Env> {
    * Tells the breaker how request `slotId` ended (and gives its slot back unless `keepSlot`: a
    * request that may still be running at the destination keeps it until it expires).
    */
-  async settle(slotId: string, outcome: BreakerOutcome, breakerSettings: BreakerSettings, keepSlot: boolean): Promise<void> {
-    const breaker = await this.#loadBreaker();
+  async settle(slotId: string, destination: string, outcome: BreakerOutcome, breakerSettings: BreakerSettings, keepSlot: boolean): Promise<void> {
+    const breaker = await this.#loadBreaker(destination);
     const next = record(breaker, Date.now(), breakerSettings, slotId, outcome);
-    await Promise.all([this.#saveBreaker(breaker, next), keepSlot ? undefined : this.release(slotId)]);
+    await Promise.all([this.#saveBreaker(destination, breaker, next), keepSlot ? undefined : this.release(slotId)]);
   }
 
-  /** The breaker's state, for the dashboard and /admin/metrics: one call per destination per view. */
-  async breakerView(): Promise<BreakerView> {
-    const state = await this.#loadBreaker();
-    prune(this.#backlog, Date.now());
-    return { status: state.status, sinceMs: state.sinceMs, failures: state.failures, reopenAtMs: state.reopenAtMs, waiting: this.#backlog.size };
+  /** The breaker of `destination` (its URL), for the dashboard and /admin/metrics: one call per destination per view. */
+  async breakerView(destination: string): Promise<BreakerView> {
+    const state = await this.#loadBreaker(destination);
+    const backlog = this.#backlog(destination);
+    prune(backlog, Date.now());
+    return { status: state.status, sinceMs: state.sinceMs, failures: state.failures, reopenAtMs: state.reopenAtMs, waiting: backlog.size };
   }
 
   /** Gives slot `slotId` back (a no-op when it expired or was never taken). */
