@@ -67,12 +67,13 @@ export function forwardedDelivery(ctx: HandlerContext): ForwardedDelivery & { re
 export async function forwardDelivery(env: Env, destination: ForwardDestination, delivery: ForwardedDelivery & { readonly receivedAt?: string }, signal: AbortSignal): Promise<void> {
   const limiter = limiterFor(env, destination.url);
   const slotId = crypto.randomUUID();
+  // Waiter: the delivery at this destination (two destinations of one origin share the object).
+  const waiter = `${delivery.idempotencyKey} ${destination.url}`;
+  const receivedAt = receivedAtMs(delivery.receivedAt);
   let answer;
   try {
     const holdMs = (destination.timeoutSeconds + SLOT_MARGIN_SECONDS) * 1000;
-    // Waiter: the delivery at this destination (two destinations of one origin share the object).
-    const waiter = `${delivery.idempotencyKey} ${destination.url}`;
-    answer = await limiter.acquire(slotId, destination.concurrency, holdMs, waiter, { destination: destination.url, breaker: destination.breaker, receivedAtMs: receivedAtMs(delivery.receivedAt) });
+    answer = await limiter.acquire(slotId, destination.concurrency, holdMs, waiter, { destination: destination.url, breaker: destination.breaker, receivedAtMs: receivedAt });
   } catch (error) {
     console.error("forwarding: the concurrency limiter could not be reached, the delivery waits:", describeError(error));
     throw new DeferredError("the forward destination's concurrency limiter could not be reached", LIMITER_UNAVAILABLE_WAIT_SECONDS);
@@ -106,7 +107,10 @@ export async function forwardDelivery(env: Env, destination: ForwardDestination,
     }
   } finally {
     const keepSlot = sent && result === undefined;
-    await limiter.settle(slotId, destination.url, outcome, destination.breaker, keepSlot).catch((error: unknown) => {
+    // When a failure is retried: the consumer's backoff after this attempt, or the destination's Retry-After.
+    const backoffSeconds = destination.retryBaseSeconds * 2 ** Math.min(20, Math.max(0, delivery.attempt - 1));
+    const retryInSeconds = Math.max(backoffSeconds, result?.kind === "retry" ? (result.retryAfterSeconds ?? 0) : 0);
+    await limiter.settle(slotId, destination.url, outcome, destination.breaker, keepSlot, { waiter, receivedAtMs: receivedAt, retryInSeconds }).catch((error: unknown) => {
       console.error("forwarding: could not tell the limiter how a request ended; its slot expires by itself:", describeError(error));
     });
   }

@@ -44,6 +44,13 @@ export interface AcquireOptions {
   readonly receivedAtMs: number | null;
 }
 
+/** A delivery whose request failed, and when it is about to be retried (an estimate: the consumer decides). */
+export interface RetryingDelivery {
+  readonly waiter: string;
+  readonly receivedAtMs: number | null;
+  readonly retryInSeconds: number;
+}
+
 /** A destination's breaker as the dashboard and metrics show it. */
 export interface BreakerView {
   readonly status: BreakerState["status"];
@@ -171,9 +178,15 @@ export class ForwardLimiter extends DurableObject<Env> {
    * Tells the breaker how request `slotId` ended (and gives its slot back unless `keepSlot`: a
    * request that may still be running at the destination keeps it until it expires).
    */
-  async settle(slotId: string, destination: string, outcome: BreakerOutcome, breakerSettings: BreakerSettings, keepSlot: boolean): Promise<void> {
+  async settle(slotId: string, destination: string, outcome: BreakerOutcome, breakerSettings: BreakerSettings, keepSlot: boolean, retry?: RetryingDelivery): Promise<void> {
     const breaker = await this.#loadBreaker(destination);
-    const next = record(breaker, Date.now(), breakerSettings, slotId, outcome);
+    const nowMs = Date.now();
+    const next = record(breaker, nowMs, breakerSettings, slotId, outcome);
+    // A failure that opened the breaker (or a failed probe) is retried later: it keeps its place in
+    // the backlog meanwhile, so that the deliveries received after it do not overtake it.
+    if (outcome === "failure" && next.status !== "closed" && retry && retry.receivedAtMs !== null) {
+      register(this.#backlog(destination), retry.waiter, retry.receivedAtMs, nowMs + retry.retryInSeconds * 1000);
+    }
     await Promise.all([this.#saveBreaker(destination, breaker, next), keepSlot ? undefined : this.release(slotId)]);
   }
 

@@ -56,23 +56,24 @@ describe("the circuit breaker", () => {
     expect(await outcomeOf(destination, deliveryNo(2))).toBe("retry");
     const opened = await limiter.breakerView(url);
     expect(opened).toMatchObject({ status: "open", failures: 2 });
-    // While open: deferred until the probe, nothing sent.
-    expect(await outcomeOf(destination, deliveryNo(3))).toMatch(/^deferred (9|10)$/);
+    // While open: deferred until the probe, nothing sent (d2, whose failure opened it, waits its turn too).
+    expect(await outcomeOf(destination, deliveryNo(2))).toMatch(/^deferred (9|10)$/);
+    expect(await outcomeOf(destination, deliveryNo(3))).toMatch(/^deferred/);
     expect((await backendCalls("/breaker-503")).calls).toHaveLength(2);
 
-    // After the open period, one probe goes; it fails (the third 503): open again, for twice as long.
+    // After the open period, one probe goes (the oldest waiting); it fails (the third 503): open again, for twice as long.
     clockAhead(10_500);
-    expect(await outcomeOf(destination, deliveryNo(3))).toBe("retry");
+    expect(await outcomeOf(destination, deliveryNo(2))).toBe("retry");
     expect(await limiter.breakerView(url)).toMatchObject({ status: "open" });
-    expect(await outcomeOf(destination, deliveryNo(3))).toMatch(/^deferred (19|20)$/);
+    expect(await outcomeOf(destination, deliveryNo(2))).toMatch(/^deferred (19|20)$/);
     vi.restoreAllMocks();
 
     // The next probe (the 200) closes it; then deliveries flow.
     clockAhead(10_500 + 20_500);
-    expect(await outcomeOf(destination, deliveryNo(3))).toBe("delivered");
+    expect(await outcomeOf(destination, deliveryNo(2))).toBe("delivered");
     expect(await limiter.breakerView(url)).toMatchObject({ status: "closed", failures: 0 });
-    expect(await outcomeOf(destination, deliveryNo(4))).toBe("delivered");
-    expect((await backendCalls("/breaker-503")).calls.map((call) => call.headers["webhook-inbox-delivery-id"])).toEqual(["d1", "d2", "d3", "d3", "d4"]);
+    expect(await outcomeOf(destination, deliveryNo(3))).toBe("delivered");
+    expect((await backendCalls("/breaker-503")).calls.map((call) => call.headers["webhook-inbox-delivery-id"])).toEqual(["d1", "d2", "d2", "d2", "d3"]);
   });
 
   it("counts refused connections and 429 as failures, and a 4xx or a redirect not at all", async () => {
@@ -97,7 +98,8 @@ describe("the circuit breaker", () => {
     const destination = destinationAt(url, 1);
     expect(await outcomeOf(destination, deliveryNo(1))).toBe("retry");
     clockAhead(10_500);
-    const probe = outcomeOf(destination, deliveryNo(2));
+    // d1, whose failure opened it, kept its place: it is the probe.
+    const probe = outcomeOf(destination, deliveryNo(1));
     await expect.poll(async () => (await backendCalls("/breaker-probe")).calls.length).toBe(2);
     expect(await limiterFor(env, url).breakerView(url)).toMatchObject({ status: "half-open" });
     const other = await outcomeOf(destination, deliveryNo(3));
@@ -124,12 +126,12 @@ describe("the circuit breaker", () => {
     // Deferred while open, newest first: each registers when it was received.
     for (const index of [5, 4, 3, 2]) expect(await outcomeOf(destination, deliveryNo(index))).toMatch(/^deferred/);
     clockAhead(10_500);
-    // The newer ones come back first: each waits for an older one, 1 s.
-    expect(await outcomeOf(destination, deliveryNo(4))).toBe("deferred 1");
-    expect(await outcomeOf(destination, deliveryNo(3))).toBe("deferred 1");
-    // The oldest (d1 retried, never deferred, is not waiting) probes and closes it; then in order.
-    for (const index of [2, 3, 4, 5]) expect(await outcomeOf(destination, deliveryNo(index))).toBe("delivered");
-    expect((await backendCalls("/breaker-order")).calls.map((call) => call.headers["webhook-inbox-delivery-id"])).toEqual(["d1", "d2", "d3", "d4", "d5"]);
+    // The newer ones come back first: each waits for an older one, 1 s; d1, whose failure opened
+    // it, kept its place while its retry was due.
+    for (const index of [4, 3, 2]) expect(await outcomeOf(destination, deliveryNo(index))).toBe("deferred 1");
+    // The oldest probes and closes it; then the rest in order of arrival.
+    for (const index of [1, 2, 3, 4, 5]) expect(await outcomeOf(destination, deliveryNo(index))).toBe("delivered");
+    expect((await backendCalls("/breaker-order")).calls.map((call) => call.headers["webhook-inbox-delivery-id"])).toEqual(["d1", "d1", "d2", "d3", "d4", "d5"]);
   });
 
   it("uses no attempt while open, through the real consumer, and a 4xx destination never opens it", async () => {
