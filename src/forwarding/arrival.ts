@@ -1,9 +1,11 @@
 /**
  * Order of arrival for a destination's backlog, as pure decisions over plain data (kept by the
- * limiter object, limiter.ts). A delivery told to wait (its breaker open, a probe in flight, no
- * slot free) is registered with when it was received (`ctx.receivedAt`); a turn then goes to a
- * delivery only when no older registered one is still waiting. So a backlog that built up while
- * the destination was down reaches it oldest first, as fast as its concurrency limit allows.
+ * limiter object, limiter.ts). A delivery told to wait because of the breaker (open, or a probe in
+ * flight), or whose failure opened it, is registered with when it was received (`ctx.receivedAt`),
+ * and stays registered while it waits for a slot; a turn then goes to a delivery only when no older
+ * registered one is still waiting. So a backlog that built up while the destination was down reaches
+ * it oldest first, as fast as its concurrency limit allows, while the usual contention for slots
+ * (no outage) is left unordered and costs no extra wait.
  *
  * Bounded: an entry expires a little after the delivery was due back (`untilMs` + ARRIVAL_GRACE_MS,
  * renewed each time it is told to wait again): one that never comes back (settled elsewhere, its

@@ -134,6 +134,17 @@ describe("the circuit breaker", () => {
     expect((await backendCalls("/breaker-order")).calls.map((call) => call.headers["webhook-inbox-delivery-id"])).toEqual(["d1", "d1", "d2", "d3", "d4", "d5"]);
   });
 
+  it("leaves the usual contention for slots (no outage) unordered: a delivery refused a slot holds no newer one back", async () => {
+    const url = "https://contention.example.com/hooks";
+    const limiter = limiterFor(env, url);
+    const options = (receivedAtMs: number) => ({ destination: url, breaker: { failures: 5, openSeconds: 30 }, receivedAtMs });
+    expect(await limiter.acquire("a", 1, 30_000, "a", options(3))).toEqual({ granted: true });
+    expect(await limiter.acquire("old", 1, 30_000, "old", options(1))).toMatchObject({ granted: false, reason: "full" });
+    await limiter.release("a");
+    expect(await limiter.acquire("new", 1, 30_000, "new", options(2))).toEqual({ granted: true });
+    expect((await limiter.breakerView(url)).waiting).toBe(0);
+  });
+
   it("uses no attempt while open, through the real consumer, and a 4xx destination never opens it", async () => {
     const url = await planBackend("/breaker-consumer", { status: 503 });
     const vars = forwardingTo("standard", url, { STANDARD_FORWARD_BREAKER_FAILURES: "1", STANDARD_FORWARD_BREAKER_OPEN_SECONDS: "60" });
