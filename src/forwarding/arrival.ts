@@ -2,7 +2,7 @@
  * Order of arrival for a destination's backlog, as pure decisions over plain data (kept by the
  * limiter object, limiter.ts). A delivery told to wait because of the breaker (open, or a probe in
  * flight), or whose failure opened it, is registered with when it was received (`ctx.receivedAt`),
- * and stays registered while it waits for a slot; a turn then goes to a delivery only when no older
+ * and so is every delivery refused a slot while such a backlog drains; a turn then goes to a delivery only when no older
  * registered one is still waiting. So a backlog that built up while the destination was down reaches
  * it oldest first, as fast as its concurrency limit allows, while the usual contention for slots
  * (no outage) is left unordered and costs no extra wait.

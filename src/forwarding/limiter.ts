@@ -170,9 +170,9 @@ export class ForwardLimiter extends DurableObject<Env> {
     await Promise.all(writes);
     this.#waiting.set(waiter, nowMs);
     const waitSeconds = this.#waitHint(nowMs, limit);
-    // Only a delivery already waiting its turn (from an outage) is kept in the backlog: the usual
-    // contention for slots stays as it was, unordered, with no extra waits.
-    if (receivedAtMs !== null && backlog.has(waiter)) register(backlog, waiter, receivedAtMs, nowMs + waitSeconds * 1000);
+    // While a backlog from an outage drains, every delivery refused a slot takes its place in it;
+    // with no backlog (the usual contention for slots) it stays as it was: unordered, no extra waits.
+    if (receivedAtMs !== null && backlog.size > 0) register(backlog, waiter, receivedAtMs, nowMs + waitSeconds * 1000);
     return { granted: false, waitSeconds, reason: "full" };
   }
 
