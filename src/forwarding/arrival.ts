@@ -23,7 +23,7 @@ export interface Waiting {
 /** Waiter (the delivery's key) → its entry. */
 export type Backlog = Map<string, Waiting>;
 
-export const ARRIVAL_GRACE_MS = 15_000;
+export const ARRIVAL_GRACE_MS = 60_000;
 export const MAX_WAITING = 10_000;
 /** How long a delivery waits for an older one to take its turn first. */
 export const ORDER_WAIT_SECONDS = 1;

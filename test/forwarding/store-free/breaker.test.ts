@@ -1,7 +1,7 @@
 // The breaker's decisions (src/forwarding/breaker.ts) and the backlog's order (arrival.ts), table-driven.
 import { describe, expect, it } from "vitest";
 import { admit, CLOSED, openPeriodMs, record, type BreakerOutcome, type BreakerState } from "../../../src/forwarding/breaker";
-import { MAX_WAITING, olderWaiting, prune, receivedAtMs, register, type Backlog } from "../../../src/forwarding/arrival";
+import { ARRIVAL_GRACE_MS, MAX_WAITING, olderWaiting, prune, receivedAtMs, register, type Backlog } from "../../../src/forwarding/arrival";
 
 const SETTINGS = { failures: 3, openSeconds: 10 };
 const closed = (failures = 0): BreakerState => ({ ...CLOSED, failures });
@@ -88,12 +88,12 @@ describe("the order of arrival", () => {
   it("forgets an entry a grace period after it was due back, and renews it when it waits again", () => {
     const backlog: Backlog = new Map();
     register(backlog, "old", 100, 5_000);
-    expect(olderWaiting(backlog, "new", 200, 19_999)).toBe(true);
-    expect(olderWaiting(backlog, "new", 200, 20_000)).toBe(false);
+    expect(olderWaiting(backlog, "new", 200, 5_000 + ARRIVAL_GRACE_MS - 1)).toBe(true);
+    expect(olderWaiting(backlog, "new", 200, 5_000 + ARRIVAL_GRACE_MS)).toBe(false);
     register(backlog, "old", 100, 30_000);
-    prune(backlog, 20_000);
+    prune(backlog, 5_000 + ARRIVAL_GRACE_MS);
     expect(backlog.size).toBe(1);
-    prune(backlog, 45_000);
+    prune(backlog, 30_000 + ARRIVAL_GRACE_MS);
     expect(backlog.size).toBe(0);
   });
 
