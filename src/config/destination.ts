@@ -19,7 +19,31 @@ export interface ForwardDestination {
   readonly timeoutSeconds: number;
   /** Requests in flight to this destination's origin at once, across every isolate (limiter.ts). */
   readonly concurrency: number;
+  /** Its retry schedule: attempts in all, and the first backoff (doubled each retry). The inbox's by default. */
+  readonly maxAttempts: number;
+  readonly retryBaseSeconds: number;
+  /** When its circuit breaker opens, and for how long at first (forwarding/breaker.ts). */
+  readonly breaker: BreakerSettings;
+  /** Its `_FILTER` var as written (JSON), or null: parsed and checked by the filters, not here. */
+  readonly filterJson: string | null;
 }
+
+/** A destination's circuit breaker settings. */
+export interface BreakerSettings {
+  /** Failures in a row (network errors, timeouts, 5xx, 408, 429) that open it. */
+  readonly failures: number;
+  /** How long it stays open the first time; doubled while probes keep failing, up to BREAKER_MAX_OPEN_SECONDS. */
+  readonly openSeconds: number;
+}
+
+/** Five failures in a row: a blip (one 503, one reset connection) never opens it. */
+export const DEFAULT_BREAKER_FAILURES = 5;
+export const MAX_BREAKER_FAILURES = 1_000;
+/** The first open period: short enough that a restart of the backend costs little. */
+export const DEFAULT_BREAKER_OPEN_SECONDS = 30;
+/** The longest open period, however long the probes keep failing: a backend back is found within it. */
+export const BREAKER_MAX_OPEN_SECONDS = 600;
+export const DEFAULT_BREAKER: BreakerSettings = { failures: DEFAULT_BREAKER_FAILURES, openSeconds: DEFAULT_BREAKER_OPEN_SECONDS };
 
 /** A request that takes longer is abandoned as a retryable failure. */
 export const DEFAULT_TIMEOUT_SECONDS = 30;

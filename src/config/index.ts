@@ -157,7 +157,12 @@ export function loadConfig(env: object): InboxConfig {
     throw new ConfigError([...problems, ...parseForwarding(env, null).problems, ...parseSourceFilters(env).problems]);
   }
   const vars = result.data;
-  const forwarding = parseForwarding(env, { leaseSeconds: vars.LEASE_SECONDS, handlerTimeoutSeconds: vars.HANDLER_TIMEOUT_SECONDS });
+  const forwarding = parseForwarding(env, {
+    leaseSeconds: vars.LEASE_SECONDS,
+    handlerTimeoutSeconds: vars.HANDLER_TIMEOUT_SECONDS,
+    maxAttempts: vars.MAX_ATTEMPTS,
+    retryBaseSeconds: vars.RETRY_BASE_SECONDS,
+  });
   const sourceFilters = parseSourceFilters(env);
   const problems = [...combinedProblems(vars), ...forwarding.problems, ...sourceFilters.problems];
   if (problems.length > 0) throw new ConfigError(problems);

@@ -7,8 +7,9 @@
  * - `RetryAfterError`: 408, 429, 5xx, a timeout or a network error: retried with the inbox's
  *   backoff, or the destination's `Retry-After` when longer, until MAX_ATTEMPTS;
  * - `PermanentError`: any other 4xx, or a redirect: failed at once, the status in its error;
- * - `DeferredError`: no slot free (or the limiter unreachable): back on the queue for a while,
- *   no attempt used up.
+ * - `DeferredError`: no slot free, the destination's circuit breaker open or probing, an older
+ *   delivery waiting its turn (breaker.ts, arrival.ts), or the limiter unreachable: back on the
+ *   queue for a while, no attempt used up.
  *
  * Used for `<SOURCE>_FORWARD_URL` (attempt.ts, after the source's code handler if it has one) and
  * by `forward({ url, secret })`, a handler like any other for the registry.
@@ -19,6 +20,7 @@ import { describeError } from "../handler-api/errors";
 import {
   checkForwardSecret,
   checkForwardUrl,
+  DEFAULT_BREAKER,
   DEFAULT_CONCURRENCY,
   DEFAULT_TIMEOUT_SECONDS,
   MAX_CONCURRENCY,
@@ -26,7 +28,9 @@ import {
   type ForwardDestination,
 } from "../config/destination";
 import { MAX_HANDLER_TIMEOUT_SECONDS, wholeNumberProblem } from "../config/limits";
-import { limiterFor } from "./limiter";
+import { receivedAtMs } from "./arrival";
+import type { BreakerOutcome } from "./breaker";
+import { limiterFor, type WaitReason } from "./limiter";
 import { forwardRequest, type ForwardedDelivery } from "./request";
 import { judgeResponse } from "./response";
 
@@ -42,8 +46,9 @@ export const MISCONFIGURED_WAIT_SECONDS = 300;
  * (its content type read by the claim's own statement, store/d1/lifecycle.ts): no D1 query here,
  * whose failure would count as a failed attempt.
  */
-export function forwardedDelivery(ctx: HandlerContext): ForwardedDelivery {
+export function forwardedDelivery(ctx: HandlerContext): ForwardedDelivery & { readonly receivedAt: string } {
   return {
+    receivedAt: ctx.receivedAt,
     source: ctx.source,
     deliveryId: ctx.deliveryId,
     eventType: ctx.eventType,
@@ -59,27 +64,30 @@ export function forwardedDelivery(ctx: HandlerContext): ForwardedDelivery {
  * the outcome means otherwise (see the top of this file). `signal` is the handler's deadline: when
  * it aborts, its reason is thrown as it is.
  */
-export async function forwardDelivery(env: Env, destination: ForwardDestination, delivery: ForwardedDelivery, signal: AbortSignal): Promise<void> {
+export async function forwardDelivery(env: Env, destination: ForwardDestination, delivery: ForwardedDelivery & { readonly receivedAt?: string }, signal: AbortSignal): Promise<void> {
   const limiter = limiterFor(env, destination.url);
   const slotId = crypto.randomUUID();
+  // Waiter: the delivery at this destination (two destinations of one origin share the object).
+  const waiter = `${delivery.idempotencyKey} ${destination.url}`;
+  const receivedAt = receivedAtMs(delivery.receivedAt);
   let answer;
   try {
-    answer = await limiter.acquire(slotId, destination.concurrency, (destination.timeoutSeconds + SLOT_MARGIN_SECONDS) * 1000, delivery.idempotencyKey);
+    const holdMs = (destination.timeoutSeconds + SLOT_MARGIN_SECONDS) * 1000;
+    answer = await limiter.acquire(slotId, destination.concurrency, holdMs, waiter, { destination: destination.url, breaker: destination.breaker, receivedAtMs: receivedAt });
   } catch (error) {
     console.error("forwarding: the concurrency limiter could not be reached, the delivery waits:", describeError(error));
     throw new DeferredError("the forward destination's concurrency limiter could not be reached", LIMITER_UNAVAILABLE_WAIT_SECONDS);
   }
-  if (!answer.granted) {
-    throw new DeferredError(`the forward destination has ${destination.concurrency} requests in flight already`, answer.waitSeconds);
-  }
+  if (!answer.granted) throw new DeferredError(WAIT_MESSAGES[answer.reason ?? "full"](destination), answer.waitSeconds);
 
   // Once the request is on its way, the destination may be working on it whatever ends our wait
   // (its timeout, the handler's deadline or the batch's time limit aborting it, a connection lost
   // midway): its slot is then kept until it expires, so that the limit still counts it and the
   // destination never has more than the limit in flight. It is given back when the answer is in,
-  // or when nothing was sent.
+  // or when nothing was sent. The breaker is told every outcome the destination is to blame for.
   let sent = false;
   let result;
+  let outcome: BreakerOutcome = "not-counted";
   try {
     const timeout = AbortSignal.timeout(destination.timeoutSeconds * 1000);
     const stop = AbortSignal.any([signal, timeout]);
@@ -88,22 +96,35 @@ export async function forwardDelivery(env: Env, destination: ForwardDestination,
       stop.throwIfAborted();
       sent = true;
       result = await judgeResponse(await fetch(request), destination.url, Date.now());
+      outcome = result.kind === "delivered" ? "success" : result.kind === "retry" ? "failure" : "not-counted";
     } catch (error) {
+      // The handler's deadline is ours, not the destination's: not counted.
       if (signal.aborted) throw signal.reason;
+      outcome = "failure";
       if (timeout.aborted) throw new RetryAfterError(`the forward destination did not answer within ${destination.timeoutSeconds} s`, null);
       const text = describeError(error);
       throw new RetryAfterError(`the forward destination could not be reached: ${text.length > 200 ? `${text.slice(0, 200)}…` : text}`, null);
     }
   } finally {
-    if (!sent || result !== undefined) {
-      await limiter.release(slotId).catch((error: unknown) => {
-        console.error("forwarding: could not give a slot back; it expires by itself:", describeError(error));
-      });
-    }
+    const keepSlot = sent && result === undefined;
+    // When a failure is retried: the consumer's backoff after this attempt, or the destination's Retry-After.
+    const backoffSeconds = destination.retryBaseSeconds * 2 ** Math.min(20, Math.max(0, delivery.attempt - 1));
+    const retryInSeconds = Math.max(backoffSeconds, result?.kind === "retry" ? (result.retryAfterSeconds ?? 0) : 0);
+    await limiter.settle(slotId, destination.url, outcome, destination.breaker, keepSlot, { waiter, receivedAtMs: receivedAt, retryInSeconds }).catch((error: unknown) => {
+      console.error("forwarding: could not tell the limiter how a request ended; its slot expires by itself:", describeError(error));
+    });
   }
   if (result.kind === "retry") throw new RetryAfterError(result.reason, result.retryAfterSeconds);
   if (result.kind === "rejected") throw new PermanentError(result.reason);
 }
+
+/** What a delivery refused a turn is told, by why. */
+const WAIT_MESSAGES: Record<WaitReason, (destination: ForwardDestination) => string> = {
+  full: (destination) => `the forward destination has ${destination.concurrency} requests in flight already`,
+  open: () => "the forward destination's circuit breaker is open (it kept failing); the delivery waits for the next probe",
+  probing: () => "the forward destination's circuit breaker is half-open and a probe is in flight; the delivery waits for its answer",
+  order: () => "an older delivery to the forward destination goes first",
+};
 
 /** The options of `forward()`. A value may be given as a function of the env, to read it from a var or secret. */
 export interface ForwardOptions {
@@ -132,7 +153,16 @@ function resolveDestination(options: ForwardOptions, env: Env): ForwardDestinati
   const config = loadConfig(env);
   const timeout = timeoutProblem(timeoutSeconds, { leaseSeconds: config.leaseSeconds, handlerTimeoutSeconds: config.handlerTimeoutSeconds });
   if (timeout) return `the timeoutSeconds option: ${timeout}`;
-  return { url: url.url, key: secret.key, timeoutSeconds, concurrency: options.concurrency ?? DEFAULT_CONCURRENCY };
+  return {
+    url: url.url,
+    key: secret.key,
+    timeoutSeconds,
+    concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
+    maxAttempts: config.maxAttempts,
+    retryBaseSeconds: config.retryBaseSeconds,
+    breaker: DEFAULT_BREAKER,
+    filterJson: null,
+  };
 }
 
 /**

@@ -18,17 +18,31 @@ describe("forwarding by configuration", () => {
 
   it("forwards nothing when no <SOURCE>_FORWARD_URL is set, or it is empty", () => {
     expect(loadConfig({}).forwarding).toEqual({ byPrefix: {} });
-    expect(loadConfig({ STRIPE_FORWARD_URL: "", STRIPE_FORWARD_SECRET: SECRET }).forwarding).toEqual({ byPrefix: {} });
+    expect(loadConfig({ STRIPE_FORWARD_URL: "", STRIPE_FORWARD_TIMEOUT_SECONDS: "" }).forwarding).toEqual({ byPrefix: {} });
   });
 
   it("reads a source's destination with the defaults: 30 s, 10 in flight", () => {
     const { forwarding } = loadConfig({ STRIPE_FORWARD_URL: "https://billing.example.com/webhooks", STRIPE_FORWARD_SECRET: SECRET });
-    expect(forwarding.byPrefix).toEqual({ STRIPE: { url: "https://billing.example.com/webhooks", key: expect.any(Uint8Array), timeoutSeconds: 30, concurrency: 10 } });
+    expect(forwarding.byPrefix).toEqual({
+      STRIPE: [
+        {
+          name: "forward",
+          url: "https://billing.example.com/webhooks",
+          key: expect.any(Uint8Array),
+          timeoutSeconds: 30,
+          concurrency: 10,
+          maxAttempts: 5,
+          retryBaseSeconds: 2,
+          breaker: { failures: 5, openSeconds: 30 },
+          filterJson: null,
+        },
+      ],
+    });
   });
 
   it("reads the optional timeout and concurrency", () => {
     const vars = { GITHUB_FORWARD_URL: "http://localhost:4000/gh", GITHUB_FORWARD_SECRET: SECRET, GITHUB_FORWARD_TIMEOUT_SECONDS: "5", GITHUB_FORWARD_CONCURRENCY: "3" };
-    expect(loadConfig(vars).forwarding.byPrefix.GITHUB).toMatchObject({ timeoutSeconds: 5, concurrency: 3 });
+    expect(loadConfig(vars).forwarding.byPrefix.GITHUB![0]).toMatchObject({ timeoutSeconds: 5, concurrency: 3 });
   });
 
   it("refuses a URL that is not https:// (but for this machine), naming the var", () => {
@@ -52,7 +66,7 @@ describe("forwarding by configuration", () => {
       { variables: ["STRIPE_FORWARD_TIMEOUT_SECONDS", "LEASE_SECONDS"], problem: expect.stringContaining("half of LEASE_SECONDS") },
     ]);
     expect(problemsOf({ ...base, LEASE_SECONDS: "40" })[0]!.variables).toEqual(["STRIPE_FORWARD_TIMEOUT_SECONDS", "LEASE_SECONDS"]);
-    expect(loadConfig({ ...base, LEASE_SECONDS: "40", STRIPE_FORWARD_TIMEOUT_SECONDS: "20" }).forwarding.byPrefix.STRIPE!.timeoutSeconds).toBe(20);
+    expect(loadConfig({ ...base, LEASE_SECONDS: "40", STRIPE_FORWARD_TIMEOUT_SECONDS: "20" }).forwarding.byPrefix.STRIPE![0]!.timeoutSeconds).toBe(20);
     expect(problemsOf({ ...base, HANDLER_TIMEOUT_SECONDS: "20" })[0]!.variables).toEqual(["STRIPE_FORWARD_TIMEOUT_SECONDS", "HANDLER_TIMEOUT_SECONDS"]);
   });
 

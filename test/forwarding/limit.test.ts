@@ -50,7 +50,7 @@ describe("the concurrency limit", () => {
 
   it("keeps its slot when the handler's deadline aborts the request mid-flight, and gives it back when nothing was sent", async () => {
     const url = await planBackend("/aborted", { status: 200, delayMs: 5_000 });
-    const destination = { url, key: (checkForwardSecret(FORWARD_SECRET) as { key: Uint8Array }).key, timeoutSeconds: 30, concurrency: 5 };
+    const destination = { url, key: (checkForwardSecret(FORWARD_SECRET) as { key: Uint8Array }).key, timeoutSeconds: 30, concurrency: 5, maxAttempts: 5, retryBaseSeconds: 2, breaker: { failures: 5, openSeconds: 30 }, filterJson: null };
     const delivery = { source: "standard", deliveryId: "aborted", eventType: null, contentType: null, body: new TextEncoder().encode("{}"), idempotencyKey: "whi_aborted", attempt: 1 };
     expect(await limiterFor(env, url).inFlight()).toBe(0);
     const deadline = new AbortController();

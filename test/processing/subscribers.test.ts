@@ -12,7 +12,7 @@ import { adminWithEnv } from "../http/admin/client";
 import { ui } from "../http/ui/client";
 import { BASE_URL } from "../helpers/signers";
 import { faultyQueue } from "../helpers/faults";
-import { backendCalls, forwardingTo, planBackend } from "../helpers/forward-backend";
+import { backendCalls, FORWARD_SECRET, forwardingTo, planBackend } from "../helpers/forward-backend";
 import { capturingQueue, consume, createEffectTables, runRow, storeDelivery } from "../helpers/processing";
 import { count, deliveryRow, recordDelivery } from "../helpers/store-db";
 
@@ -348,5 +348,34 @@ describe("the dashboard", () => {
     expect(queue.take()).toEqual([{ ...ref, subscriber: "crm" }]);
     expect(await runRow(ref, "crm")).toMatchObject({ status: "received", attempts: 0 });
     expect(await runRow(ref, "ledger")).toMatchObject({ status: "done", attempts: 1 });
+  });
+});
+
+describe("forward destinations by vars", () => {
+  it("each is a subscriber named by its var, with its own filter: a delivery it does not accept is not sent to it", async () => {
+    const url = await planBackend("/named-main", { status: 200 }, { status: 200 });
+    const crmUrl = await planBackend("/named-crm", { status: 200 });
+    const vars = {
+      ...forwardingTo("standard", url),
+      STANDARD_FORWARD_CRM_URL: crmUrl,
+      STANDARD_FORWARD_CRM_SECRET: FORWARD_SECRET,
+      STANDARD_FORWARD_CRM_FILTER: JSON.stringify({ field: "type", equals: "invoice.paid" }),
+    } as Partial<Env>;
+    const queue = capturingQueue();
+    const paid = { source: "standard", id: "named-paid" };
+    const other = { source: "standard", id: "named-other" };
+    await storeDelivery(paid, { type: "invoice.paid" }, "invoice.paid");
+    await storeDelivery(other, { type: "customer.created" }, "customer.created");
+    const handlers = defineHandlers({});
+    const first = await consume([paid, other], handlers, { ...vars, DELIVERIES: queue.producer } as Partial<Env>);
+    expect(first.outcomes.map((outcome) => outcome.reason)).toEqual(["fanned", "done"]);
+    expect(queue.sent).toEqual([
+      { ...paid, subscriber: "forward" },
+      { ...paid, subscriber: "crm" },
+    ]);
+    expect(await deliveryRow(other.source, other.id)).toMatchObject({ status: "done", subscriber: "forward", fanout: null });
+    expect((await consume(queue.take(), handlers, vars)).outcomes.map((outcome) => outcome.reason)).toEqual(["done", "done"]);
+    expect((await backendCalls("/named-crm")).calls.map((call) => call.headers["webhook-inbox-delivery-id"])).toEqual(["named-paid"]);
+    expect((await backendCalls("/named-main")).calls).toHaveLength(2);
   });
 });

@@ -8,11 +8,12 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Overview } from "../../store/snapshot";
 import { adminRouter, BEARER_SECURITY, errorResponses } from "./router";
 import { DELIVERY_STATUSES, openStore, type SubscriberCount } from "../../store";
+import { readBreakers, type DestinationBreaker } from "../../forwarding/breakers";
 
 const metricsRoute = createRoute({
   method: "get",
   path: "/metrics",
-  summary: "Deliveries by status and source, the oldest waiting, unhandled, duplicates by source: Prometheus text format",
+  summary: "Deliveries by status and source, the oldest waiting, unhandled, duplicates by source, each forward destination's breaker: Prometheus text format",
   security: BEARER_SECURITY,
   responses: {
     200: { description: "the metrics (`text/plain; version=0.0.4`)", content: { "text/plain": { schema: z.string() } } },
@@ -23,8 +24,8 @@ const metricsRoute = createRoute({
 export const metricsRoutes = adminRouter().openapi(metricsRoute, async (c) => {
   const nowMs = Date.now();
   const store = openStore(c.env);
-  const [overview, bySubscriber] = await Promise.all([store.overview(nowMs), store.failedBySubscriber()]);
-  const text = renderMetrics(overview, nowMs, bySubscriber);
+  const [overview, bySubscriber, breakers] = await Promise.all([store.overview(nowMs), store.failedBySubscriber(), readBreakers(c.env)]);
+  const text = renderMetrics(overview, nowMs, bySubscriber, breakers);
   return c.text(text, 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8", "Cache-Control": "no-store" });
 });
 
@@ -34,7 +35,7 @@ function label(value: string): string {
 }
 
 /** The exposition text of an overview read at `nowMs`. */
-export function renderMetrics(overview: Overview, nowMs: number, bySubscriber: readonly SubscriberCount[] = []): string {
+export function renderMetrics(overview: Overview, nowMs: number, bySubscriber: readonly SubscriberCount[] = [], breakers: readonly DestinationBreaker[] = []): string {
   const lines: string[] = [];
   const gauge = (name: string, help: string, samples: readonly [string, number][]) => {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
@@ -61,5 +62,28 @@ export function renderMetrics(overview: Overview, nowMs: number, bySubscriber: r
   gauge("webhook_inbox_counts_age_seconds", "How old the counts above are (they are refreshed at most once a minute).", [
     ["", Math.max(0, Math.floor((nowMs - Date.parse(overview.asOf)) / 1000))],
   ]);
+  const destination = (breaker: DestinationBreaker) => `source_prefix="${label(breaker.prefix)}",destination="${label(breaker.name)}"`;
+  gauge(
+    "webhook_inbox_forward_breaker_state",
+    "Each configured forward destination's circuit breaker: 1 for the state it is in (closed, open, half-open; unknown when its object could not be asked).",
+    breakers.flatMap((breaker) =>
+      (["closed", "open", "half-open", "unknown"] as const).map((state) => [`{${destination(breaker)},state="${state}"}`, breaker.status === state ? 1 : 0] as [string, number]),
+    ),
+  );
+  gauge(
+    "webhook_inbox_forward_breaker_since_seconds",
+    "Since when (Unix time) each forward destination's breaker is in its state; 0 when not known (closed since it was made).",
+    breakers.map((breaker) => [`{${destination(breaker)}}`, breaker.sinceMs === null ? 0 : Math.floor(breaker.sinceMs / 1000)]),
+  );
+  gauge(
+    "webhook_inbox_forward_breaker_failures",
+    "Failures in a row each forward destination has answered (they open its breaker at its BREAKER_FAILURES).",
+    breakers.map((breaker) => [`{${destination(breaker)}}`, breaker.failures]),
+  );
+  gauge(
+    "webhook_inbox_forward_waiting_deliveries",
+    "Deliveries each forward destination's limiter knows to be waiting their turn (its breaker open, or no slot free).",
+    breakers.map((breaker) => [`{${destination(breaker)}}`, breaker.waiting]),
+  );
   return `${lines.join("\n")}\n`;
 }

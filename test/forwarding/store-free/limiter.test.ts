@@ -24,7 +24,7 @@ describe("ForwardLimiter", () => {
     const limiter = limiterFor(env, "https://grants.example.com/hooks");
     for (const slot of ["a", "b", "c"]) expect(await limiter.acquire(slot, 3, HOLD_MS, slot)).toEqual({ granted: true });
     const refused = await limiter.acquire("d", 3, HOLD_MS, "d");
-    expect(refused).toEqual({ granted: false, waitSeconds: expect.any(Number) });
+    expect(refused).toEqual({ granted: false, waitSeconds: expect.any(Number), reason: "full" });
     expect((refused as { waitSeconds: number }).waitSeconds).toBeGreaterThanOrEqual(1);
     expect(await limiter.inFlight()).toBe(3);
     await limiter.release("b");

@@ -7,7 +7,7 @@ const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const KEY = (checkForwardSecret(SECRET) as { key: Uint8Array }).key;
 const bytes = (text: string) => new TextEncoder().encode(text);
 
-const destination: ForwardDestination = { url: "https://backend.example.com/hooks", key: KEY, timeoutSeconds: 30, concurrency: 10 };
+const destination: ForwardDestination = { url: "https://backend.example.com/hooks", key: KEY, timeoutSeconds: 30, concurrency: 10, maxAttempts: 5, retryBaseSeconds: 2, breaker: { failures: 5, openSeconds: 30 }, filterJson: null };
 const delivery: ForwardedDelivery = {
   source: "shopify",
   deliveryId: "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043",

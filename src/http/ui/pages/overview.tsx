@@ -7,6 +7,8 @@ import { listHref, type ListFilter } from "../links";
 import { HourlyChart, hourLabel } from "./chart";
 import { GradeBadge, sourceAnchor } from "./sources";
 import { SOURCES } from "../../../sources";
+import type { DestinationBreaker } from "../../../forwarding/breakers";
+import { DestinationsSection } from "./destinations";
 
 const HOUR_MS = 3_600_000;
 
@@ -21,7 +23,7 @@ function CountLink(props: { value: number; filter: ListFilter; label: string }) 
 
 const total = (counts: StatusCounts) => DELIVERY_STATUSES.reduce((sum, status) => sum + counts[status], 0);
 
-export function OverviewPage(props: { overview: Overview; nowMs: number }) {
+export function OverviewPage(props: { overview: Overview; nowMs: number; breakers?: readonly DestinationBreaker[] }) {
   const { overview } = props;
   const dayAgo = new Date(Date.parse(overview.hourly[0]?.hour ?? overview.asOf)).toISOString();
   // The oldest waiting delivery was received at or before this second: its list, oldest at the end.
@@ -187,6 +189,7 @@ export function OverviewPage(props: { overview: Overview; nowMs: number }) {
           </tbody>
         </table>
       )}
+      <DestinationsSection breakers={props.breakers ?? []} nowMs={props.nowMs} />
     </>
   );
 }
