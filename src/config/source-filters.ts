@@ -47,7 +47,8 @@ export function parseSourceFilters(env: object): { filters: SourceFiltersConfig;
   for (const name of Object.keys(vars).sort()) {
     const prefix = FILTER_VAR.exec(name)?.[1];
     const value = vars[name];
-    if (prefix === undefined || typeof value !== "string" || value.trim() === "") continue;
+    // A forward destination's filter (`<SOURCE>_FORWARD[_<NAME>]_FILTER`) is forwarding's (config/forwarding.ts).
+    if (prefix === undefined || /(^|_)FORWARD(_|$)/.test(prefix) || typeof value !== "string" || value.trim() === "") continue;
     if (value.length > MAX_FILTER_VAR_LENGTH) {
       problems.push({ variables: [name], problem: `longer than ${MAX_FILTER_VAR_LENGTH} characters` });
       continue;
