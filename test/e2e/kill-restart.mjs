@@ -13,9 +13,10 @@ export const RECOVERY_LIMIT_S = 90;
  * Runs the drill on a started `inbox`. `doneCount(ids)` counts how many of `ids` are done, in the
  * store that runs. Returns the ids answered 200 before the kill, once all of them are done.
  * @param {import("./harness.mjs").LocalInbox} inbox
- * @param {{ prefix: string, total?: number, doneCount: (ids: string[]) => Promise<number> }} options
+ * `recoveryLimitS`: the limit asserted (RECOVERY_LIMIT_S unless a drill does more work per delivery).
+ * @param {{ prefix: string, total?: number, recoveryLimitS?: number, doneCount: (ids: string[]) => Promise<number> }} options
  */
-export async function killUnderLoadAndRestart(inbox, { prefix, total = 400, doneCount }) {
+export async function killUnderLoadAndRestart(inbox, { prefix, total = 400, recoveryLimitS = RECOVERY_LIMIT_S, doneCount }) {
   const answered = new Set();
   let next = 0;
   let killed = false;
@@ -59,7 +60,7 @@ export async function killUnderLoadAndRestart(inbox, { prefix, total = 400, done
       doneAfterRestart = await doneCount(answeredBeforeKill);
       return doneAfterRestart === answeredBeforeKill.length;
     },
-    { timeoutMs: 2 * RECOVERY_LIMIT_S * 1000, intervalMs: 2_000 },
+    { timeoutMs: 2 * recoveryLimitS * 1000, intervalMs: 2_000 },
   );
   const recoverySeconds = (Date.now() - restartedAt) / 1000;
   console.log(
@@ -67,6 +68,6 @@ export async function killUnderLoadAndRestart(inbox, { prefix, total = 400, done
       (settled ? `all done ${recoverySeconds.toFixed(1)} s after the restart` : `${doneAfterRestart} done after ${recoverySeconds.toFixed(1)} s`),
   );
   assert.ok(settled, "every delivery answered 200 before the kill ends done");
-  assert.ok(recoverySeconds <= RECOVERY_LIMIT_S, `all done ${recoverySeconds.toFixed(1)} s after the restart, over ${RECOVERY_LIMIT_S} s`);
+  assert.ok(recoverySeconds <= recoveryLimitS, `all done ${recoverySeconds.toFixed(1)} s after the restart, over ${recoveryLimitS} s`);
   return answeredBeforeKill;
 }
