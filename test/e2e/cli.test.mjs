@@ -70,8 +70,8 @@ describe("the webhook-inbox CLI against wrangler dev", { timeout: 180_000 }, () 
     assert.match(result.stdout, /^failed\s+1$/m);
     assert.match(result.stdout, /^received\s+0$/m);
     assert.match(result.stdout, /^oldest waiting: none$/m);
-    assert.match(result.stdout, /^stripe\s+0\s+0\s+2\s+1$/m);
-    assert.match(result.stdout, /^standard\s+0\s+0\s+1\s+0$/m);
+    assert.match(result.stdout, /^stripe\s+0\s+0\s+2\s+1\s+0$/m);
+    assert.match(result.stdout, /^standard\s+0\s+0\s+1\s+0\s+0$/m);
   });
 
   it("sources prints each configured source's security grade, and leaves out the unconfigured ones", async () => {
@@ -87,7 +87,7 @@ describe("the webhook-inbox CLI against wrangler dev", { timeout: 180_000 }, () 
 
   it("status --json prints the API's counts, matching what was sent", async () => {
     const stats = await cliJson(["status"]);
-    assert.deepEqual(stats.counts, { received: 0, processing: 0, done: 3, failed: 1 });
+    assert.deepEqual(stats.counts, { received: 0, processing: 0, done: 3, failed: 1, filtered: 0 });
     assert.equal(stats.unhandled, 1);
     assert.equal(stats.oldestWaitingSeconds, null);
   });

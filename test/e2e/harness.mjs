@@ -198,11 +198,20 @@ export class LocalInbox {
    */
   async sql(command, params = []) {
     if (this.postgres) return postgresQuery(this.postgres.url, command, params);
-    const { stdout } = await run(
-      ["d1", "execute", "webhook-inbox", "--local", "--persist-to", this.stateDir, "--json", "--command", command],
-      { cwd: ROOT, env: { ...process.env, CI: "true" }, maxBuffer: 64 * 1024 * 1024 },
-    );
-    return JSON.parse(stdout)[0].results;
+    // wrangler d1 execute opens the runtime's SQLite file beside it: while the runtime writes, the
+    // read can meet SQLITE_BUSY. It is read again (a reader's lock, not a fault of the inbox).
+    for (let tries = 1; ; tries++) {
+      try {
+        const { stdout } = await run(
+          ["d1", "execute", "webhook-inbox", "--local", "--persist-to", this.stateDir, "--json", "--command", command],
+          { cwd: ROOT, env: { ...process.env, CI: "true" }, maxBuffer: 64 * 1024 * 1024 },
+        );
+        return JSON.parse(stdout)[0].results;
+      } catch (error) {
+        if (tries >= 20 || !String(error?.message).includes("SQLITE_BUSY")) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
   }
 
   /** POSTs to the inbox; `signal` may abort it (a provider's request timeout). */
