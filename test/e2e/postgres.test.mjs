@@ -121,7 +121,9 @@ describe("processing on Postgres, with the admin API and the dashboard", { skip,
     const inPostgres = await statusCounts(inbox);
     const expected = { received: 0, processing: 0, done: EVENTS, failed: BROKEN };
     assert.deepEqual({ received: 0, processing: 0, ...inPostgres }, expected);
-    assert.deepEqual(json, { counts: expected, unhandled: 0, oldestWaitingSeconds: null, bySource: { stripe: expected } });
+    // The API counts filtered deliveries apart (stored as done without `handled`): none here.
+    const api = { ...expected, filtered: 0 };
+    assert.deepEqual(json, { counts: api, unhandled: 0, oldestWaitingSeconds: null, bySource: { stripe: api } });
   });
 
   it("returns a delivery with its body, headers and attempt history from GET /admin/deliveries/stripe/<id>", async () => {
