@@ -55,6 +55,17 @@ async function startBackend() {
 }
 
 /**
+ * The destination's vars. Its breaker is set past what this backend does (every delivery's first
+ * call fails, so every probe would fail too): the breaker has its own drill (breaker.test.mjs);
+ * this one is about two subscribers' progress through a kill.
+ */
+const forwardVars = (backend) => ({
+  STRIPE_FORWARD_URL: `http://127.0.0.1:${backend.port}/webhooks/stripe`,
+  STRIPE_FORWARD_SECRET: FORWARD_SECRET,
+  STRIPE_FORWARD_BREAKER_FAILURES: "1000",
+});
+
+/**
  * The drill on `inbox` (started by it), the store read through `count(sql, ids)`, which counts rows
  * of the query over the ids (D1 gets them inlined, Postgres as $1).
  */
@@ -89,7 +100,7 @@ describe("two subscribers (a code handler and a forward), killed under load, on 
 
   it("ends every delivery answered 200 done in both: one payment each, each taken by the backend", async () => {
     backend = await startBackend();
-    inbox = new LocalInbox({ vars: { STRIPE_FORWARD_URL: `http://127.0.0.1:${backend.port}/webhooks/stripe`, STRIPE_FORWARD_SECRET: FORWARD_SECRET } });
+    inbox = new LocalInbox({ vars: forwardVars(backend) });
     // D1 through wrangler d1 execute binds no parameters: the ids are quoted inline.
     const count = async (sql, ids) => (await inbox.sql(sql.replace(":ids", ids.map((id) => `'${id}'`).join(","))))[0].n;
     await drill(inbox, backend, "evt_subs_d1_", count);
@@ -121,7 +132,7 @@ describe("two subscribers (a code handler and a forward), killed under load, on 
     backend = await startBackend();
     inbox = new LocalInbox({
       postgres: { url: url.toString() },
-      vars: { STRIPE_FORWARD_URL: `http://127.0.0.1:${backend.port}/webhooks/stripe`, STRIPE_FORWARD_SECRET: FORWARD_SECRET },
+      vars: forwardVars(backend),
     });
     const count = async (sql, ids) => Number((await inbox.sql(sql.replace("IN (:ids)", "= ANY($1)"), [ids]))[0].n);
     await drill(inbox, backend, "evt_subs_pg_", count);
