@@ -11,7 +11,6 @@ import type { DeliveryToRun, ProcessingStore, RunTiming } from "../store";
 import { parseEvent } from "./handlers";
 import type { DeliveryLease } from "./lease";
 import { describeRun, leaseName, runMessage, type DeadLetter, type RunRef } from "./messages";
-export { describeRun } from "./messages";
 import { createOrderGuard, STALE_VERSION } from "./order-guard";
 
 /** What became of one message; `reason` is for logs and tests. */

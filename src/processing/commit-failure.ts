@@ -4,9 +4,9 @@
  */
 import { describeError } from "../handler-api/errors";
 import type { AttemptEntry, ProcessingStore } from "../store";
-import { describeRun, failDelivery, type Outcome } from "./attempt";
+import { failDelivery, type Outcome } from "./attempt";
 import type { DeliveryLease } from "./lease";
-import type { RunRef } from "./messages";
+import { describeRun, type RunRef } from "./messages";
 
 /**
  * Runs in a row whose commit failed the same way (an infrastructure error, but with the database

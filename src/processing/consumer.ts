@@ -32,7 +32,7 @@
  */
 import { loadConfig, QUEUE_MAX_DELAY_SECONDS, type InboxConfig } from "../config";
 import { CUT_SHORT, openBatchStore, type ProcessingStore } from "../store";
-import { describeRun, handleFailure, runHandler, sendDeadLetter, type Outcome } from "./attempt";
+import { handleFailure, runHandler, sendDeadLetter, type Outcome } from "./attempt";
 import { commitFailed, settleQuietly } from "./commit-failure";
 export { COMMIT_FAILURE_LIMIT } from "./commit-failure";
 import { DeferredError, PermanentError, type Subscriber, type SubscriberResolver } from "../handler-api";
@@ -40,7 +40,7 @@ import { describeError, InfrastructureError } from "../handler-api/errors";
 import { BatchGate } from "./batch-gate";
 import { BatchTimeUpError, holdLease, LeaseLapsedError, LeaseLostError, withDeadline, type HeldLease } from "./keep-lease";
 import { leaseFor, type DeliveryLease, type LeaseClaim } from "./lease";
-import { isDeliveryRef, isSubscriberRun, runMessage, type RunRef } from "./messages";
+import { describeRun, isDeliveryRef, isSubscriberRun, runMessage, type RunRef } from "./messages";
 import { chooseRun, queueRuns, scheduleOf } from "./subscribers";
 
 export type { Outcome } from "./attempt";
