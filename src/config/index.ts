@@ -13,6 +13,7 @@
  * batches wait and retry, and the sweeper's heartbeat keeps beating until it is fixed.
  */
 import { z } from "zod";
+import { parseAlerts, type AlertsConfig } from "./alerts";
 import { parseForwarding, type ForwardingConfig } from "./forwarding";
 import { longestBackoffSeconds, MAX_HANDLER_TIMEOUT_SECONDS, parseWholeNumber, QUEUE_MAX_DELAY_SECONDS, wholeNumberRange } from "./limits";
 import type { ConfigProblem } from "./problem";
@@ -96,6 +97,8 @@ export interface InboxConfig {
   readonly adminToken: string | undefined;
   /** The sources whose deliveries are forwarded (`<SOURCE>_FORWARD_URL`, forwarding.ts). */
   readonly forwarding: ForwardingConfig;
+  /** Alerting's channels and rules (`ALERT_*`, alerts.ts). */
+  readonly alerts: AlertsConfig;
 }
 
 export type { ConfigProblem } from "./problem";
@@ -151,11 +154,12 @@ export function loadConfig(env: object): InboxConfig {
   const result = varsSchema.safeParse(env);
   if (!result.success) {
     const problems = result.error.issues.map((issue) => ({ variables: [issue.path.join(".")], problem: issue.message }));
-    throw new ConfigError([...problems, ...parseForwarding(env, null).problems]);
+    throw new ConfigError([...problems, ...parseForwarding(env, null).problems, ...parseAlerts(env).problems]);
   }
   const vars = result.data;
   const forwarding = parseForwarding(env, { leaseSeconds: vars.LEASE_SECONDS, handlerTimeoutSeconds: vars.HANDLER_TIMEOUT_SECONDS });
-  const problems = [...combinedProblems(vars), ...forwarding.problems];
+  const alerts = parseAlerts(env);
+  const problems = [...combinedProblems(vars), ...forwarding.problems, ...alerts.problems];
   if (problems.length > 0) throw new ConfigError(problems);
   const config: InboxConfig = {
     maxBodyBytes: vars.MAX_BODY_BYTES,
@@ -171,6 +175,7 @@ export function loadConfig(env: object): InboxConfig {
     publicBaseUrl: vars.PUBLIC_BASE_URL,
     adminToken: vars.ADMIN_TOKEN === "" ? undefined : vars.ADMIN_TOKEN,
     forwarding: forwarding.forwarding,
+    alerts: alerts.alerts,
   };
   parsed.set(env, config);
   return config;

@@ -21,6 +21,8 @@ export { LISTING_WINDOW, type DeliveryFilter, type ListingKey } from "./listing-
 export type { FailedFilter } from "./replay-state";
 export type { ProviderMessage, ProviderMessageCount } from "./provider-messages";
 export type { RetentionResult } from "./sweeping";
+export type { AlertCounts, AlertReadings, AlertStore, IncidentChanges, IncidentRecord, MessageOutcome, MessageStatus, NewMessage, OutboxMessage } from "./alerts";
+export type { FailureGroup } from "./alert-types";
 export { StoreTimeoutError } from "./timeout";
 
 /**

@@ -14,6 +14,7 @@
  * Times (`nowMs`) are passed in, so that tests and the sweeper decide the clock.
  */
 import type { DeliveryRef } from "../delivery-ref";
+import type { AlertStore } from "./alerts";
 import type { Effect } from "../sql";
 import type { RunTiming } from "./attempts";
 import type { StoreClaim } from "./claims";
@@ -105,6 +106,9 @@ export interface Store {
   /** Counts a provider message that is not a delivery (provider-messages.ts). */
   recordProviderMessage(message: ProviderMessage, nowMs: number): Promise<void>;
   providerMessages(): Promise<ProviderMessageCount[]>;
+
+  /** Alerting: its counters, incidents and outbox (store/alerts.ts). */
+  readonly alerts: AlertStore;
 }
 
 /**

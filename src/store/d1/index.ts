@@ -8,6 +8,7 @@
 import type { DeliveryRef } from "../../delivery-ref";
 import { SqlStatement } from "../../sql";
 import { deliveryStats, getDelivery } from "./admin";
+import { d1AlertStore } from "./alerts";
 import { createBatcher, type StatementBatcher } from "./batcher";
 import { countDuplicate } from "./duplicates";
 import { recordDeliveryGrouped } from "./group-commit";
@@ -118,5 +119,6 @@ export function d1Store(db: D1Database): Store {
     previousSecretUses: () => previousSecretUses(db),
     recordProviderMessage: (message, nowMs) => recordProviderMessage(db, message, nowMs),
     providerMessages: () => providerMessages(db),
+    alerts: d1AlertStore(db),
   };
 }

@@ -11,6 +11,7 @@
  */
 import type { ClosableStore } from "../store";
 import { deliveryStats, getDelivery } from "./admin";
+import { postgresAlertStore } from "./alerts";
 import { clientPerOperation, isStatementError, withClient, type Connections } from "./client";
 import { claim, commitDone, entityVersion, markDeferred, markFailed, markRetrying } from "./lifecycle";
 import { findDeliveryById, listDeliveries } from "./listing";
@@ -63,6 +64,7 @@ export function postgresStore(hyperdrive: Hyperdrive, connections: Connections =
     previousSecretUses: () => run((db) => previousSecretUses(db)),
     recordProviderMessage: (message, nowMs) => run((db) => recordProviderMessage(db, message, nowMs)),
     providerMessages: () => run((db) => providerMessages(db)),
+    alerts: postgresAlertStore(connections),
   };
 }
 
