@@ -21,7 +21,7 @@ SET search_path FROM CURRENT AS $$
 BEGIN
   IF TG_OP = 'UPDATE' AND NEW.status = 'failed' AND OLD.status <> 'failed' THEN
     INSERT INTO alert_failures AS f (source, subscriber, error_key, failed_now, since, last_at)
-    VALUES (NEW.source, '', replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(NEW.error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), 1, NEW.updated_at, NEW.updated_at)
+    VALUES (NEW.source, '', replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(NEW.error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), 1, NEW.updated_at, NEW.updated_at)
     ON CONFLICT (source, subscriber, error_key) DO UPDATE
       SET since = CASE WHEN f.failed_now = 0 THEN excluded.since ELSE f.since END,
           failed_now = f.failed_now + 1, last_at = excluded.last_at;
@@ -29,7 +29,7 @@ BEGIN
     ON CONFLICT (source) DO UPDATE SET failed_ever = t.failed_ever + 1;
   ELSIF OLD.status = 'failed' AND (TG_OP = 'DELETE' OR NEW.status <> 'failed') THEN
     UPDATE alert_failures SET failed_now = greatest(0, failed_now - 1)
-     WHERE source = OLD.source AND subscriber = '' AND error_key = replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(OLD.error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#');
+     WHERE source = OLD.source AND subscriber = '' AND error_key = replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(OLD.error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#');
   END IF;
   RETURN NULL;
 END;
@@ -43,7 +43,7 @@ CREATE TRIGGER deliveries_alert_failures_delete AFTER DELETE ON deliveries
   EXECUTE FUNCTION deliveries_alert_failures();
 
 INSERT INTO alert_failures (source, subscriber, error_key, failed_now, since, last_at)
-SELECT source, '', replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), count(*), min(updated_at), max(updated_at)
+SELECT source, '', replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), count(*), min(updated_at), max(updated_at)
   FROM deliveries WHERE status = 'failed' GROUP BY 1, 3;
 
 CREATE TABLE alert_signature_failures (

@@ -4,8 +4,8 @@
 -- Failed deliveries per (source, subscriber, error): kept by the triggers below, on the failure path
 -- only (a delivery entering or leaving `failed`, or deleted while failed). A delivery done writes
 -- nothing more: the hot path stays at 4 rows (test/store/write-cost.test.ts). The error's key is its
--- first 160 characters with every digit made '#', so that "payment 123 not found" and "payment 456
--- not found" are one incident, and "gave up after 5 attempts" one whatever the count.
+-- first 160 characters with every run of digits made one '#' (runs of up to 32), so that "payment 123
+-- not found" and "payment 4567 not found" are one incident, and "gave up after 5 attempts" one whatever the count.
 -- `subscriber` is '' until sources have several (issue 26).
 CREATE TABLE alert_failures (
   source      TEXT    NOT NULL,
@@ -29,7 +29,7 @@ AFTER UPDATE OF status ON deliveries
 WHEN NEW.status = 'failed' AND OLD.status <> 'failed'
 BEGIN
   INSERT INTO alert_failures (source, subscriber, error_key, failed_now, since, last_at)
-  VALUES (NEW.source, '', replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(NEW.error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), 1, NEW.updated_at, NEW.updated_at)
+  VALUES (NEW.source, '', replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(NEW.error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), 1, NEW.updated_at, NEW.updated_at)
   ON CONFLICT (source, subscriber, error_key) DO UPDATE
     SET since = CASE WHEN failed_now = 0 THEN excluded.since ELSE since END,
         failed_now = failed_now + 1, last_at = excluded.last_at;
@@ -43,7 +43,7 @@ AFTER UPDATE OF status ON deliveries
 WHEN OLD.status = 'failed' AND NEW.status <> 'failed'
 BEGIN
   UPDATE alert_failures SET failed_now = max(0, failed_now - 1)
-   WHERE source = OLD.source AND subscriber = '' AND error_key = replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(OLD.error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#');
+   WHERE source = OLD.source AND subscriber = '' AND error_key = replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(OLD.error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#');
 END;
 
 -- Retention deleting a failed delivery.
@@ -52,12 +52,12 @@ AFTER DELETE ON deliveries
 WHEN OLD.status = 'failed'
 BEGIN
   UPDATE alert_failures SET failed_now = max(0, failed_now - 1)
-   WHERE source = OLD.source AND subscriber = '' AND error_key = replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(OLD.error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#');
+   WHERE source = OLD.source AND subscriber = '' AND error_key = replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(OLD.error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#');
 END;
 
 -- The deliveries failed before this migration, counted once.
 INSERT INTO alert_failures (source, subscriber, error_key, failed_now, since, last_at)
-SELECT source, '', replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), COUNT(*), MIN(updated_at), MAX(updated_at)
+SELECT source, '', replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), COUNT(*), MIN(updated_at), MAX(updated_at)
   FROM deliveries WHERE status = 'failed' GROUP BY 1, 3;
 
 -- Signature failures per source and minute ('YYYY-MM-DDTHH:MM'), written after the 401 by the

@@ -5,7 +5,7 @@ export interface FailureGroup {
   readonly source: string;
   /** null until sources have several subscribers (issue 26). */
   readonly subscriber: string | null;
-  /** The error's first 160 characters, digits made '#'. */
+  /** The error's first 160 characters, each run of digits made one '#'. */
   readonly errorKey: string;
   /** Deliveries failed now (a replay takes one back). */
   readonly failedNow: number;
