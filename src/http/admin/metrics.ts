@@ -6,13 +6,14 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Overview } from "../../store/snapshot";
+import type { AlertCounts } from "../../store";
 import { adminRouter, BEARER_SECURITY, errorResponses } from "./router";
 import { DELIVERY_STATUSES, openStore } from "../../store";
 
 const metricsRoute = createRoute({
   method: "get",
   path: "/metrics",
-  summary: "Deliveries by status and source, the oldest waiting, unhandled, duplicates by source: Prometheus text format",
+  summary: "Deliveries by status and source, the oldest waiting, unhandled, duplicates by source, incidents and alert messages: Prometheus text format",
   security: BEARER_SECURITY,
   responses: {
     200: { description: "the metrics (`text/plain; version=0.0.4`)", content: { "text/plain": { schema: z.string() } } },
@@ -22,7 +23,9 @@ const metricsRoute = createRoute({
 
 export const metricsRoutes = adminRouter().openapi(metricsRoute, async (c) => {
   const nowMs = Date.now();
-  const text = renderMetrics(await openStore(c.env).overview(nowMs), nowMs);
+  const store = openStore(c.env);
+  const [overview, alerts] = await Promise.all([store.overview(nowMs), store.alerts.counts()]);
+  const text = renderMetrics(overview, nowMs, alerts);
   return c.text(text, 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8", "Cache-Control": "no-store" });
 });
 
@@ -31,8 +34,8 @@ function label(value: string): string {
   return value.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
 }
 
-/** The exposition text of an overview read at `nowMs`. */
-export function renderMetrics(overview: Overview, nowMs: number): string {
+/** The exposition text of an overview read at `nowMs`, and of alerting's counts when given. */
+export function renderMetrics(overview: Overview, nowMs: number, alerts?: AlertCounts): string {
   const lines: string[] = [];
   const gauge = (name: string, help: string, samples: readonly [string, number][]) => {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
@@ -54,5 +57,18 @@ export function renderMetrics(overview: Overview, nowMs: number): string {
   gauge("webhook_inbox_counts_age_seconds", "How old the counts above are (they are refreshed at most once a minute).", [
     ["", Math.max(0, Math.floor((nowMs - Date.parse(overview.asOf)) / 1000))],
   ]);
+  if (alerts) {
+    gauge(
+      "webhook_inbox_incidents_open",
+      "Alerting's open incidents, by rule.",
+      Object.entries(alerts.openByRule).sort(([a], [b]) => (a < b ? -1 : 1)).map(([rule, n]) => [`{rule="${label(rule)}"}`, n] as [string, number]),
+    );
+    gauge("webhook_inbox_incidents", "Alerting's incidents kept (open and resolved).", [["", alerts.incidents]]);
+    gauge(
+      "webhook_inbox_alert_messages",
+      "Alert messages by channel and status (pending: not delivered yet, retried; failed: given up).",
+      [...alerts.messages].sort((a, b) => (`${a.channel}${a.status}` < `${b.channel}${b.status}` ? -1 : 1)).map((row) => [`{channel="${label(row.channel)}",status="${row.status}"}`, row.n] as [string, number]),
+    );
+  }
   return `${lines.join("\n")}\n`;
 }

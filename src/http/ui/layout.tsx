@@ -8,7 +8,7 @@ import type { Child } from "hono/jsx";
 import type { AppEnv } from "../types";
 import { ASSET_PATHS } from "./assets";
 
-export type Section = "overview" | "deliveries" | "none";
+export type Section = "overview" | "deliveries" | "incidents" | "none";
 
 export interface PageOptions {
   readonly title: string;
@@ -52,6 +52,11 @@ function Layout(props: PageOptions & { nonce: string | undefined; children: Chil
                 <li>
                   <a href="/ui/deliveries" aria-current={current("deliveries")}>
                     Deliveries
+                  </a>
+                </li>
+                <li>
+                  <a href="/ui/incidents" aria-current={current("incidents")}>
+                    Incidents
                   </a>
                 </li>
               </ul>
