@@ -8,6 +8,7 @@
  *   webhook-inbox replay <source> <id> [--force]
  *   webhook-inbox replay --failed [--source stripe] [--type T] [--since T] [--until T]
  *   webhook-inbox send <source> [file] [--id ID] [--event TYPE] [--provider P]
+ *   webhook-inbox incidents [--status open|resolved] [--limit N]
  *
  * Exit codes: 0 done; 1 the inbox refused or could not be reached; 2 bad usage.
  */
@@ -18,13 +19,13 @@ import { bodyText, duration, table } from "./lib/format.mjs";
 import { resolveInbox } from "./lib/local-inbox.mjs";
 import { sendDelivery } from "./lib/send.mjs";
 import { HELP } from "./lib/help.mjs";
+import { incidents } from "./lib/incidents.mjs";
 
 /** The project root: where `.dev.vars` and `npm run dev`'s URL record are. */
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const STATUSES = ["received", "processing", "done", "failed"];
 /** Per call of the bulk replay endpoint (the API's default; its maximum is 500). */
 const BULK_REPLAY_BATCH = 100;
-
 
 const OPTIONS = /** @type {const} */ ({
   url: { type: "string" },
@@ -113,6 +114,9 @@ export async function main(argv, io = {}) {
           expectArguments(rest, 2, "replay <source> <id> [--force], or replay --failed");
           await replayOne(client, /** @type {[string, string]} */ (rest), Boolean(values.force), print, out);
         }
+        break;
+      case "incidents":
+        await incidents(client, rest, values, print, out);
         break;
       default:
         throw usage(`unknown command "${command}"`);

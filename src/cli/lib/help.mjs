@@ -17,6 +17,8 @@ Commands:
   replay --failed [--source S]        put every failed delivery back (of one source, event
        [--type T] [--since T]         type or time range)
        [--until T]
+  incidents [--status S]              alerting's incidents, open first (S: open or
+       [--limit N]                    resolved), with their messages per channel
   send <source> [file]                sign a sample delivery of the source's provider (or
        [--id ID] [--event TYPE]       the file, as is; - reads stdin) with its secret
        [--provider P]                 (<SOURCE>_WEBHOOK_SECRET from the environment, else
