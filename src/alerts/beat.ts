@@ -138,7 +138,10 @@ function newMessage(channel: AlertChannel, kind: MessageKind, about: MessageSubj
   return { kind, channel: channelName(channel), body: JSON.stringify(body) };
 }
 
-/** Sends the due messages: each channel's in order, the channels at once; a failure waits for its retry. */
+/**
+ * Sends the due messages: each channel's in order, the channels at once. A failure waits for its
+ * retry, and the channel's later messages wait behind it.
+ */
 export async function sendDue(env: object, store: Store, config: InboxConfig, nowMs: number): Promise<number> {
   const due = await store.alerts.claimDueMessages(nowMs, nowMs + CLAIM_MS, MAX_SENT_PER_BEAT);
   if (due.length === 0) return 0;
@@ -148,7 +151,7 @@ export async function sendDue(env: object, store: Store, config: InboxConfig, no
   await Promise.all(
     [...byChannel].map(async ([name, messages]) => {
       const channel = config.alerts.channels.find((each) => channelName(each) === name);
-      for (const message of messages) {
+      for (const [index, message] of messages.entries()) {
         if (!channel) {
           await store.alerts.settleMessage(message.id, { sent: false, error: "the channel is no longer configured", nextAtMs: null }, nowMs);
           continue;
@@ -168,7 +171,8 @@ export async function sendDue(env: object, store: Store, config: InboxConfig, no
         const nextAtMs = nextTryMs(attempts, Date.parse(message.createdAt), nowMs);
         console.error(`alerts: ${describeChannel(channel)} did not take message ${message.id} (try ${attempts}): ${result.error}${nextAtMs === null ? "; given up" : ""}`);
         await store.alerts.settleMessage(message.id, { sent: false, error: result.error, nextAtMs }, nowMs);
-        // The channel's later messages wait (still claimed): they go after this one, in order.
+        // The channel's later messages are not tried now: released, they go after this one, in order (claimDueMessages).
+        await store.alerts.releaseMessages(messages.slice(index + 1).map((each) => each.id), nowMs);
         break;
       }
     }),

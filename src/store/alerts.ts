@@ -112,8 +112,14 @@ export interface AlertStore {
   openIncidents(): Promise<IncidentRecord[]>;
   /** Applies one evaluation's changes at `nowMs`; false (nothing applied) when another evaluation took the turn. */
   applyIncidents(changes: IncidentChanges, nowMs: number): Promise<boolean>;
-  /** Up to `limit` pending messages due at `nowMs`, oldest first, each claimed until `claimUntilMs`. */
+  /**
+   * Up to `limit` pending messages due at `nowMs`, oldest first, each claimed until `claimUntilMs`;
+   * never one behind an older pending message of its channel that is not due (a channel's messages
+   * go in order: an incident's "resolved" never before its "opened").
+   */
   claimDueMessages(nowMs: number, claimUntilMs: number, limit: number): Promise<OutboxMessage[]>;
+  /** Messages claimed but not tried (their channel failed first), due again at `nowMs`, no try counted. */
+  releaseMessages(ids: readonly number[], nowMs: number): Promise<void>;
   settleMessage(id: number, outcome: MessageOutcome, nowMs: number): Promise<void>;
   /** Adds `count` signature failures of `source` in the minute of `nowMs`. */
   noteSignatureFailures(source: string, count: number, nowMs: number): Promise<void>;

@@ -62,11 +62,12 @@ describe("signature failures and heartbeats", () => {
   });
 });
 
-const opening = (key: string, turnBefore: string, turn: string): IncidentChanges => ({
+/** Each test's messages go to a channel of its own: a channel's messages go in order, so another test's claimed one would hold them. */
+const opening = (key: string, turnBefore: string, turn: string, channel = `slack-${key}`): IncidentChanges => ({
   turnBefore,
   turn,
   state: JSON.stringify({ turn }),
-  open: [{ key, rule: "backlog_age", source: null, subscriber: null, errorKey: null, summary: "old", count: 1, sinceMs: 0, messages: [{ kind: "opened", channel: "slack", body: "{}" }] }],
+  open: [{ key, rule: "backlog_age", source: null, subscriber: null, errorKey: null, summary: "old", count: 1, sinceMs: 0, messages: [{ kind: "opened", channel, body: "{}" }] }],
   keep: [],
   remind: [],
   resolve: [],
@@ -92,7 +93,7 @@ describe("the evaluation's turn and the outbox", () => {
     const incident = (await store().alerts.openIncidents()).find((each) => each.key === "outbox")!;
     const claimed = (await store().alerts.claimDueMessages(now + 1, now + 120_000, 100)).filter((message) => message.incidentId === incident.id);
     expect(claimed).toHaveLength(1);
-    expect(claimed[0]).toMatchObject({ kind: "opened", channel: "slack", status: "pending", attempts: 0 });
+    expect(claimed[0]).toMatchObject({ kind: "opened", channel: "slack-outbox", status: "pending", attempts: 0 });
     expect((await store().alerts.claimDueMessages(now + 2, now + 120_000, 100)).filter((message) => message.incidentId === incident.id)).toEqual([]);
     await store().alerts.settleMessage(claimed[0]!.id, { sent: false, error: "the channel answered 500", nextAtMs: now + 15_000 }, now + 3);
     expect((await store().alerts.claimDueMessages(now + 14_000, now + 120_000, 100)).filter((message) => message.incidentId === incident.id)).toEqual([]);
@@ -101,6 +102,39 @@ describe("the evaluation's turn and the outbox", () => {
     await store().alerts.settleMessage(claimed[0]!.id, { sent: true }, now + 15_001);
     const [message] = await store().alerts.messagesOf([incident.id]);
     expect(message).toMatchObject({ status: "sent", attempts: 2, lastError: null, sentAt: new Date(now + 15_001).toISOString() });
+  });
+});
+
+describe("a channel's messages", () => {
+  it("go in order: none is claimed behind an older one of its channel that waits for its retry", async () => {
+    const { turn } = await store().alerts.readings(0);
+    const now = Date.now() + 86_400_000; // past every message of the tests before
+    const changes = opening("order", turn, `order-${now}`);
+    const withThree = { ...changes, open: [{ ...changes.open[0]!, messages: [{ kind: "opened" as const, channel: "slack-order", body: "{}" }, { kind: "opened" as const, channel: "discord-order", body: "{}" }] }] };
+    expect(await store().alerts.applyIncidents(withThree, now)).toBe(true);
+    const incident = (await store().alerts.openIncidents()).find((each) => each.key === "order")!;
+    const first = (await store().alerts.claimDueMessages(now, now + 120_000, 100)).filter((message) => message.incidentId === incident.id);
+    const slack = first.find((message) => message.channel === "slack-order")!;
+    await store().alerts.settleMessage(slack.id, { sent: false, error: "the channel answered 500", nextAtMs: now + 15_000 }, now);
+    await store().alerts.settleMessage(first.find((message) => message.channel === "discord-order")!.id, { sent: true }, now);
+    // The incident resolves: a slack and a discord message, both due.
+    const { turn: next } = await store().alerts.readings(0);
+    const resolving: IncidentChanges = { turnBefore: next, turn: `order-r-${now}`, state: "{}", open: [], keep: [], remind: [], resolve: [{ id: incident.id, messages: [{ kind: "resolved", channel: "slack-order", body: "{}" }, { kind: "resolved", channel: "discord-order", body: "{}" }] }] };
+    expect(await store().alerts.applyIncidents(resolving, now + 1)).toBe(true);
+    const mine = async (atMs: number) => (await store().alerts.claimDueMessages(atMs, atMs + 120_000, 100)).filter((message) => message.incidentId === incident.id).map((message) => [message.kind, message.channel]);
+    expect(await mine(now + 2)).toEqual([["resolved", "discord-order"]]);
+    // Once the failed one is due, the channel's messages are claimed together, in order.
+    const due = await mine(now + 15_000);
+    expect(due).toEqual([
+      ["opened", "slack-order"],
+      ["resolved", "slack-order"],
+    ]);
+    // It fails again: the one behind it is released, and waits behind it.
+    const [, behind] = (await store().alerts.messagesOf([incident.id])).filter((message) => message.channel === "slack-order");
+    await store().alerts.settleMessage(slack.id, { sent: false, error: "the channel answered 500", nextAtMs: now + 45_000 }, now + 15_000);
+    await store().alerts.releaseMessages([behind!.id], now + 15_000);
+    expect(await mine(now + 15_001)).toEqual([]);
+    expect(await mine(now + 45_000)).toEqual(due);
   });
 });
 

@@ -105,13 +105,24 @@ export function d1AlertStore(db: D1Database): AlertStore {
       const { results } = await db
         .prepare(
           `UPDATE alert_messages SET next_at = ?2
-            WHERE id IN (SELECT id FROM alert_messages WHERE status = 'pending' AND next_at <= ?1 ORDER BY id LIMIT ?3)
+            WHERE id IN (SELECT id FROM alert_messages AS due WHERE status = 'pending' AND next_at <= ?1
+                           AND NOT EXISTS (SELECT 1 FROM alert_messages AS older
+                                            WHERE older.status = 'pending' AND older.next_at > ?1 AND older.channel = due.channel AND older.id < due.id)
+                         ORDER BY id LIMIT ?3)
               AND status = 'pending' AND next_at <= ?1
            RETURNING ${MESSAGE_COLUMNS}`,
         )
         .bind(isoTime(nowMs), isoTime(claimUntilMs), limit)
         .all<MessageRow>();
       return results.map(messageFromRow).sort((a, b) => a.id - b.id);
+    },
+
+    async releaseMessages(ids, nowMs) {
+      if (ids.length === 0) return;
+      await db
+        .prepare("UPDATE alert_messages SET next_at = ?2 WHERE id IN (SELECT value FROM json_each(?1)) AND status = 'pending'")
+        .bind(JSON.stringify(ids), isoTime(nowMs))
+        .run();
     },
 
     async settleMessage(id, outcome, nowMs) {

@@ -70,13 +70,23 @@ export function postgresAlertStore({ run }: Pick<Connections, "run">): AlertStor
       run(async (q) => {
         const { rows } = await q.query(
           `UPDATE alert_messages SET next_at = $2
-            WHERE id IN (SELECT id FROM alert_messages WHERE status = 'pending' AND next_at <= $1 ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
+            WHERE id IN (SELECT id FROM alert_messages AS due WHERE status = 'pending' AND next_at <= $1
+                           AND NOT EXISTS (SELECT 1 FROM alert_messages AS older
+                                            WHERE older.status = 'pending' AND older.next_at > $1 AND older.channel = due.channel AND older.id < due.id)
+                         ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
               AND status = 'pending' AND next_at <= $1
            RETURNING ${MESSAGE_COLUMNS}`,
           [isoTime(nowMs), isoTime(claimUntilMs), limit],
         );
         return rows.map(messageFromRow).sort((a, b) => a.id - b.id);
       }),
+
+    releaseMessages: (ids, nowMs) =>
+      ids.length === 0
+        ? Promise.resolve()
+        : run(async (q) => {
+            await q.query("UPDATE alert_messages SET next_at = $2 WHERE id = ANY($1::bigint[]) AND status = 'pending'", [ids, isoTime(nowMs)]);
+          }),
 
     settleMessage: (id, outcome, nowMs) =>
       run(async (q) => {
