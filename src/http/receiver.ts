@@ -81,6 +81,8 @@ receiver.all("/webhooks/:source", async (c) => {
   });
   if (!verification.ok) {
     noteSignatureFailure(c.env, c.executionCtx, sourceName);
+    // Alerting runs in the sweeps: an inbox only probed (nothing stored yet) must sweep too.
+    c.executionCtx.waitUntil(ensureSweepHeartbeat(c.env));
     throw new ApiError(401, "invalid_signature", `signature verification failed: ${verification.reason}`);
   }
   if ((verification.matchedSecret ?? 0) > 0) notePreviousSecret(c.env, c.executionCtx, sourceName);
