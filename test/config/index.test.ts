@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, MIN_RETENTION_DAYS, QUEUE_MAX_DELAY_SECONDS } from "../../src/config";
+import { parseAlerts } from "../../src/config/alerts";
 import { problemsOf } from "../helpers/config-problems";
 
 describe("loadConfig", () => {
@@ -18,6 +19,7 @@ describe("loadConfig", () => {
       publicBaseUrl: undefined,
       adminToken: undefined,
       forwarding: { byPrefix: {} },
+      alerts: parseAlerts({}).alerts,
     });
   });
 

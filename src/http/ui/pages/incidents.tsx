@@ -5,6 +5,7 @@
  */
 import type { IncidentRecord, OutboxMessage } from "../../../store";
 import { AbsoluteTime, RelativeTime } from "../components";
+import { utcText } from "../format";
 
 const RULE_NAMES: Record<string, string> = {
   delivery_failed: "Deliveries failed",
@@ -38,13 +39,13 @@ function Timeline(props: { view: IncidentView; nowMs: number }) {
   return (
     <ol class="timeline">
       <li>
-        <AbsoluteTime iso={incident.openedAt} nowMs={props.nowMs} />: opened (holding since <time datetime={incident.since}>{incident.since}</time>)
+        <AbsoluteTime iso={incident.openedAt} nowMs={props.nowMs} />: opened (holding since <time datetime={incident.since}>{utcText(incident.since)}</time>)
       </li>
       {messages.map((message) => (
         <li>
-          <time datetime={message.createdAt}>{message.createdAt}</time>: {message.kind} message to {message.channel}{" "}
+          <time datetime={message.createdAt}>{utcText(message.createdAt)}</time>: {message.kind} message to {message.channel}{" "}
           <span class={`badge badge-${MESSAGE_TONE[message.status]}`}>{MESSAGE_WORDS[message.status]}</span>
-          {message.sentAt ? <> at <time datetime={message.sentAt}>{message.sentAt}</time></> : null}
+          {message.sentAt ? <> at <time datetime={message.sentAt}>{utcText(message.sentAt)}</time></> : null}
           {message.attempts > 1 || message.status !== "sent" ? ` after ${message.attempts} ${message.attempts === 1 ? "try" : "tries"}` : null}
           {message.status === "pending" && message.attempts > 0 ? <> (next try <RelativeTime iso={message.nextAt} nowMs={props.nowMs} />)</> : null}
           {message.lastError ? <span class="muted"> ({message.lastError})</span> : null}
@@ -69,7 +70,7 @@ function IncidentSection(props: { view: IncidentView; nowMs: number; heading: "h
       </Heading>
       <p>{incident.summary}</p>
       <p class="muted">
-        {incident.count} · last seen <RelativeTime iso={incident.lastSeenAt} nowMs={props.nowMs} />
+        How many: {incident.count} · last seen <RelativeTime iso={incident.lastSeenAt} nowMs={props.nowMs} />
       </p>
       <Timeline view={props.view} nowMs={props.nowMs} />
     </section>
