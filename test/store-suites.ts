@@ -10,6 +10,7 @@
  */
 export const BOTH_STORES: readonly string[] = [
   "test/admin/auth.test.ts",
+  "test/alerts/counters.test.ts",
   "test/alerts/pages.test.ts",
   "test/alerts/store.test.ts",
   "test/admin/deliveries.test.ts",
