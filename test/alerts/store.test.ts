@@ -46,6 +46,18 @@ describe("failure groups", () => {
   });
 });
 
+describe("failure groups and retention", () => {
+  it("lose a failed delivery that retention deletes, and retention still counts what it deleted", async () => {
+    const longAgo = Date.parse("2020-01-01T00:00:00.000Z");
+    await failed("grp-old", "a", "boom", longAgo);
+    await failed("grp-old", "b", "boom", longAgo + 1);
+    expect((await group("grp-old"))[0]?.failedNow).toBe(2);
+    const { deleted } = await store().applyRetention(longAgo + 1, longAgo, 100);
+    expect(deleted).toBe(1);
+    expect((await group("grp-old"))[0]?.failedNow).toBe(1);
+  });
+});
+
 describe("signature failures and heartbeats", () => {
   it("sum the minutes within the window asked for", async () => {
     const t = Date.parse("2026-12-06T10:00:30.000Z");
