@@ -294,6 +294,8 @@ describe("alerts", { concurrency: false }, () => {
       return incident.status === "resolved" && delivered(incident, "resolved").length === EVERY_CHANNEL.length ? incident : null;
     }, { timeoutMs: 240_000 });
     assert.ok(resolved, `not resolved:\n${inbox.output}`);
+    // The replayed deliveries go through (the incident resolved as they left `failed`), and none fails again.
+    assert.ok(await waitFor(() => destination.state.taken.size === BURST, { timeoutMs: 120_000, intervalMs: 500 }), `taken ${destination.state.taken.size}`);
     assert.deepEqual([...destination.state.taken].sort(), [...BURST_IDS].sort());
     assert.equal((await incidentsOf("delivery_failed", "standard")).length, 1);
     for (const channel of ["slack", "discord", "teams", "webhook"]) assert.deepEqual(taken(channel, "delivery_failed", "standard"), { opened: 1, reminder: 0, resolved: 1 }, channel);
