@@ -1,6 +1,6 @@
 /** The failure groups alerting counts (store/alerts.ts), in a module of their own so that src/alerts and the stores share it. */
 
-/** The failed deliveries of one (source, subscriber, error), as the triggers of migrations/0012 count them. */
+/** The failed deliveries of one (source, subscriber, error), as the triggers of migrations/0015 count them. */
 export interface FailureGroup {
   readonly source: string;
   /** null until sources have several subscribers (issue 26). */

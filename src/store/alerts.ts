@@ -1,5 +1,5 @@
 /**
- * Alerting's slice of the store (src/alerts; migrations/0012, migrations-postgres/0005): the
+ * Alerting's slice of the store (src/alerts; migrations/0015, migrations-postgres/0008): the
  * counters its rules read, the incidents, and the outbox of their messages. Both stores keep the
  * same promises:
  * - `readings` reads small tables and marks only, never the deliveries table;

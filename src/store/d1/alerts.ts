@@ -1,5 +1,5 @@
 /**
- * Alerting's tables in D1 (migrations/0012; the promises are store/alerts.ts's). Every read is of a
+ * Alerting's tables in D1 (migrations/0015; the promises are store/alerts.ts's). Every read is of a
  * small table or a mark; an evaluation's changes are one batch (one transaction), each statement
  * guarded by the evaluation's turn, which the batch's first statement takes.
  */

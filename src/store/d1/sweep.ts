@@ -116,6 +116,6 @@ export async function applyRetention(db: D1Database, deleteBeforeMs: number, cle
     db.prepare(RETENTION_SQL.advancePruning).bind(clearBefore, limit),
   ]);
   // Counted by what the deletion returns: D1's `changes` would add the rows the failed-delivery
-  // counter's trigger updates (migrations/0012).
+  // counter's trigger updates (migrations/0015).
   return { deleted: deleted!.results.length, bodiesCleared: cleared!.meta.changes };
 }

@@ -1,5 +1,5 @@
 /**
- * Alerting's tables in Postgres (migrations-postgres/0005; the promises are store/alerts.ts's, the
+ * Alerting's tables in Postgres (migrations-postgres/0008; the promises are store/alerts.ts's, the
  * statements D1's, store/d1/alerts.ts). An evaluation's changes are one transaction that first
  * takes the turn (a row lock on its mark), and rolls back when another evaluation took it.
  */

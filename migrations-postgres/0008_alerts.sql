@@ -1,4 +1,4 @@
--- Alerting (issue 27; the D1 store's migrations/0012 says what each table is for and what it costs).
+-- Alerting (issue 27; the D1 store's migrations/0015 says what each table is for and what it costs).
 CREATE TABLE alert_failures (
   source      text COLLATE "C" NOT NULL,
   subscriber  text COLLATE "C" NOT NULL DEFAULT '',
