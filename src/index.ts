@@ -13,6 +13,7 @@ import { HANDLERS } from "./handlers";
 import { app } from "./http/app";
 import { deferIfConfigInvalid } from "./processing/config-wait";
 import { consumeDeliveries } from "./processing/consumer";
+import { noteConsumerHeartbeat } from "./processing/consumer-heartbeat";
 import { recordDeadLetters } from "./processing/dead-letters";
 import { DEAD_LETTER_QUEUE } from "./processing/messages";
 import { ensureSweepHeartbeat, sweepFromCron } from "./processing/sweeper";
@@ -31,7 +32,7 @@ export default {
   async queue(batch, env) {
     if (deferIfConfigInvalid(batch, env)) return;
     if (batch.queue === DEAD_LETTER_QUEUE) return recordDeadLetters(batch, env);
-    await Promise.all([consumeDeliveries(batch, env, RESOLVE_HANDLERS), ensureSweepHeartbeat(env)]);
+    await Promise.all([consumeDeliveries(batch, env, RESOLVE_HANDLERS), ensureSweepHeartbeat(env), noteConsumerHeartbeat(env)]);
   },
 
   async scheduled(controller, env) {

@@ -13,6 +13,7 @@
  * test by store: a new file that tests the store goes in a folder listed here.
  */
 export const BOTH_STORES: readonly string[] = [
+  "test/alerts",
   "test/forwarding",
   "test/handlers",
   "test/http",

@@ -9,6 +9,7 @@
  *   webhook-inbox replay <source> <id> [--subscriber NAME] [--force]
  *   webhook-inbox replay --failed [--source stripe] [--type T] [--since T] [--until T]
  *   webhook-inbox send <source> [file] [--id ID] [--event TYPE] [--provider P]
+ *   webhook-inbox incidents [--status open|resolved] [--limit N]
  *
  * Exit codes: 0 done; 1 the inbox refused or could not be reached; 2 bad usage.
  */
@@ -22,6 +23,7 @@ import { show } from "./lib/show.mjs";
 import { sources } from "./lib/sources.mjs";
 import { status, STATUSES } from "./lib/status.mjs";
 import { HELP } from "./lib/help.mjs";
+import { incidents } from "./lib/incidents.mjs";
 
 /** The project root: where `.dev.vars` and `npm run dev`'s URL record are. */
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -121,6 +123,9 @@ export async function main(argv, io = {}) {
           expectArguments(rest, 2, "replay <source> <id> [--subscriber NAME] [--force], or replay --failed");
           await replayOne(client, /** @type {[string, string]} */ (rest), { force: Boolean(values.force), subscriber: values.subscriber }, print, out);
         }
+        break;
+      case "incidents":
+        await incidents(client, rest, values, print, out);
         break;
       default:
         throw usage(`unknown command "${command}"`);

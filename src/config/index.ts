@@ -13,6 +13,7 @@
  * batches wait and retry, and the sweeper's heartbeat keeps beating until it is fixed.
  */
 import { z } from "zod";
+import { parseAlerts, type AlertsConfig } from "./alerts";
 import { parseForwarding, type ForwardingConfig } from "./forwarding";
 import { longestBackoffSeconds, MAX_HANDLER_TIMEOUT_SECONDS, parseWholeNumber, QUEUE_MAX_DELAY_SECONDS, wholeNumberRange } from "./limits";
 import type { ConfigProblem } from "./problem";
@@ -99,6 +100,8 @@ export interface InboxConfig {
   readonly forwarding: ForwardingConfig;
   /** The sources whose deliveries are filtered at receipt (`<SOURCE>_FILTER`, source-filters.ts). */
   readonly sourceFilters: SourceFiltersConfig;
+  /** Alerting's channels and rules (`ALERT_*`, alerts.ts). */
+  readonly alerts: AlertsConfig;
 }
 
 export type { ConfigProblem } from "./problem";
@@ -154,7 +157,7 @@ export function loadConfig(env: object): InboxConfig {
   const result = varsSchema.safeParse(env);
   if (!result.success) {
     const problems = result.error.issues.map((issue) => ({ variables: [issue.path.join(".")], problem: issue.message }));
-    throw new ConfigError([...problems, ...parseForwarding(env, null).problems, ...parseSourceFilters(env).problems]);
+    throw new ConfigError([...problems, ...parseForwarding(env, null).problems, ...parseSourceFilters(env).problems, ...parseAlerts(env).problems]);
   }
   const vars = result.data;
   const forwarding = parseForwarding(env, {
@@ -164,7 +167,8 @@ export function loadConfig(env: object): InboxConfig {
     retryBaseSeconds: vars.RETRY_BASE_SECONDS,
   });
   const sourceFilters = parseSourceFilters(env);
-  const problems = [...combinedProblems(vars), ...forwarding.problems, ...sourceFilters.problems];
+  const alerts = parseAlerts(env);
+  const problems = [...combinedProblems(vars), ...forwarding.problems, ...sourceFilters.problems, ...alerts.problems];
   if (problems.length > 0) throw new ConfigError(problems);
   const config: InboxConfig = {
     maxBodyBytes: vars.MAX_BODY_BYTES,
@@ -181,6 +185,7 @@ export function loadConfig(env: object): InboxConfig {
     adminToken: vars.ADMIN_TOKEN === "" ? undefined : vars.ADMIN_TOKEN,
     forwarding: forwarding.forwarding,
     sourceFilters: sourceFilters.filters,
+    alerts: alerts.alerts,
   };
   parsed.set(env, config);
   return config;

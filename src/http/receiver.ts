@@ -27,6 +27,7 @@ import { readBodyWithLimit } from "./body";
 import { sourceFilterReason } from "./source-filter";
 import { ApiError } from "./errors";
 import { answerHandshake, answerLifecycle } from "./handshake";
+import { noteSignatureFailure } from "./signature-failures";
 import type { AppEnv } from "./types";
 
 /** Delivery ids longer than this are refused: ids are primary keys and show up in every listing. */
@@ -81,7 +82,12 @@ receiver.all("/webhooks/:source", async (c) => {
     }
     throw error;
   });
-  if (!verification.ok) throw new ApiError(401, "invalid_signature", `signature verification failed: ${verification.reason}`);
+  if (!verification.ok) {
+    noteSignatureFailure(c.env, c.executionCtx, sourceName);
+    // Alerting runs in the sweeps: an inbox only probed (nothing stored yet) must sweep too.
+    c.executionCtx.waitUntil(ensureSweepHeartbeat(c.env));
+    throw new ApiError(401, "invalid_signature", `signature verification failed: ${verification.reason}`);
+  }
   if ((verification.matchedSecret ?? 0) > 0) notePreviousSecret(c.env, c.executionCtx, sourceName);
   if (verification.handshake) return answerHandshake(c, sourceName, verification.handshake, context.testHosts);
   if (verification.lifecycle) return answerLifecycle(c, sourceName, verification.lifecycle);

@@ -40,6 +40,7 @@ import { describeError, InfrastructureError } from "../handler-api/errors";
 import { BatchGate } from "./batch-gate";
 import { BatchTimeUpError, holdLease, LeaseLapsedError, LeaseLostError, withDeadline, type HeldLease } from "./keep-lease";
 import { leaseFor, type DeliveryLease, type LeaseClaim } from "./lease";
+import { settleMessage } from "./requeue";
 import { describeRun, isDeliveryRef, isSubscriberRun, runMessage, type RunRef } from "./messages";
 import { chooseRun, queueRuns, scheduleOf } from "./subscribers";
 
@@ -54,7 +55,8 @@ export const BATCH_CONCURRENCY = 8;
  * A queue consumer invocation runs for 15 minutes at most. A batch starts no delivery once less
  * than a minute (or HANDLER_TIMEOUT_SECONDS, if shorter) is left of 14 of them, and cuts handlers
  * short at that mark: those and the ones not started are retried, using up no attempt, and there
- * is a minute left to record the results. Each deferral is one of the message's queue retries.
+ * is a minute left to record the results. A deferral is a queue retry, or a fresh message once
+ * the message was delivered a few times (requeue.ts).
  */
 export const BATCH_BUDGET_MS = 14 * 60_000;
 /** A delivery is not started with less than this (or HANDLER_TIMEOUT_SECONDS, if shorter) left of the budget. */
@@ -96,8 +98,7 @@ export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, 
       const index = next++;
       const message = batch.messages[index]!;
       const outcome = await processMessage(message, context);
-      if (outcome.action === "ack") message.ack();
-      else message.retry({ delaySeconds: outcome.delaySeconds });
+      await settleMessage(message, isDeliveryRef(message.body) ? runMessage(message.body) : null, outcome, env.DELIVERIES);
       outcomes[index] = outcome;
     }
   };

@@ -8,6 +8,8 @@
  *   BODY_RETENTION_DAYS (they hold personal data).
  * - The overview's counts are carried forward, and its snapshot put together once a minute
  *   (store/d1/overview.ts), so that the dashboard and `/admin/metrics` never count the table.
+ * - Alerting's beat evaluates its rules over that snapshot (at most once a minute) and sends its
+ *   outbox (alerts/beat.ts).
  *
  * Two things run it, and neither needs a setting:
  * - the cron trigger (production), which reports each sweep to the `Sweeper` object;
@@ -19,10 +21,11 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { checkConfig, ConfigError, loadConfig, longestBackoffSeconds } from "../config";
-import { openBatchStore, type RetentionResult } from "../store";
+import { openBatchStore, openStore, type RetentionResult } from "../store";
 import { MAX_RETRY_AFTER_SECONDS } from "./attempt";
 import { enqueueDeliveries } from "./enqueue";
 import { describeError } from "../handler-api/errors";
+import { alertBeat } from "../alerts/beat";
 
 /** At most this many deliveries re-enqueued per run. */
 export const SWEEP_LIMIT = 500;
@@ -63,6 +66,8 @@ export async function sweep(env: Env, nowMs: number): Promise<SweepReport> {
     const retention = await store.applyRetention(nowMs - config.retentionDays * DAY_MS, clearBodiesBeforeMs, RETENTION_LIMIT);
     // The overview's counts move on after retention took back what it deleted (store/d1/overview.ts).
     await store.maintainOverview(nowMs);
+    // Alerting reads that snapshot and its own counters, and sends its outbox (never throws).
+    await alertBeat(env, store, config, nowMs);
     const report = { requeued: stranded.length, ...retention };
     if (report.requeued + report.deleted + report.bodiesCleared > 0) console.log("sweep:", JSON.stringify(report));
     return report;
@@ -122,6 +127,12 @@ export async function sweepFromCron(env: Env, scheduledTimeMs: number): Promise<
     return;
   }
   await sweep(env, scheduledTimeMs);
+  try {
+    // The cron's heartbeat: a cron seen once and then silent is an incident (alerts/rules.ts).
+    await openStore(env).alerts.noteHeartbeat("cron", scheduledTimeMs);
+  } catch (error) {
+    console.error("could not note the cron's heartbeat:", describeError(error));
+  }
   try {
     await sweeperFor(env).noteCronSweep();
   } catch (error) {

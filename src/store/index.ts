@@ -23,6 +23,8 @@ export type { FailedFilter } from "./replay-state";
 export { filteredReason } from "./filtered";
 export type { ProviderMessage, ProviderMessageCount } from "./provider-messages";
 export type { RetentionResult } from "./sweeping";
+export type { AlertCounts, AlertReadings, AlertStore, IncidentChanges, IncidentRecord, MessageOutcome, MessageStatus, NewMessage, OutboxMessage } from "./alerts";
+export type { FailureGroup } from "./alert-types";
 export { StoreTimeoutError } from "./timeout";
 
 /**

@@ -14,6 +14,7 @@
  * Times (`nowMs`) are passed in, so that tests and the sweeper decide the clock.
  */
 import type { DeliveryRef, RunRef } from "../delivery-ref";
+import type { AlertStore } from "./alerts";
 import type { Effect } from "../sql";
 import type { RunTiming } from "./attempts";
 import type { StoreClaim } from "./claims";
@@ -133,6 +134,9 @@ export interface AdminStore {
   /** When each source's previous secret last verified a delivery (ISO time), by source. */
   previousSecretUses(): Promise<Record<string, string>>;
   providerMessages(): Promise<ProviderMessageCount[]>;
+
+  /** Alerting: its counters, incidents and outbox (store/alerts.ts). */
+  readonly alerts: AlertStore;
 }
 
 /** Every operation: what `openStore` returns (index.ts). */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, MIN_RETENTION_DAYS, QUEUE_MAX_DELAY_SECONDS } from "../../src/config";
+import { parseAlerts } from "../../src/config/alerts";
 import { problemsOf } from "../helpers/config-problems";
 
 describe("loadConfig", () => {
@@ -19,6 +20,7 @@ describe("loadConfig", () => {
       adminToken: undefined,
       forwarding: { byPrefix: {} },
       sourceFilters: { byPrefix: {} },
+      alerts: parseAlerts({}).alerts,
     });
   });
 

@@ -25,6 +25,8 @@ Commands:
        [--subscriber NAME]            subscriber's failures only, event type or time range)
        [--type T] [--since T]
        [--until T]
+  incidents [--status S]              alerting's incidents, open first (S: open or
+       [--limit N]                    resolved), with their messages per channel
   send <source> [file]                sign a sample delivery of the source's provider (or
        [--id ID] [--event TYPE]       the file, as is; - reads stdin) with its secret
        [--provider P]                 (<SOURCE>_WEBHOOK_SECRET from the environment, else

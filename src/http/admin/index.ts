@@ -1,11 +1,12 @@
 /**
- * The admin API, mounted at `/admin`: stats, listing, one delivery, replay, Prometheus metrics, sources, and its own OpenAPI
+ * The admin API, mounted at `/admin`: stats, listing, one delivery, replay, Prometheus metrics, sources, incidents, and its own OpenAPI
  * document. Every route, the document included, is behind the admin token (./auth.ts): the
  * document names no secrets, but closed by default is simpler to reason about than a list of
  * exceptions.
  */
 import { adminAuth } from "./auth";
 import { deliveryRoutes } from "./deliveries";
+import { incidentRoutes } from "./incidents";
 import { metricsRoutes } from "./metrics";
 import { replayRoutes } from "./replay";
 import { adminRouter } from "./router";
@@ -20,6 +21,7 @@ admin.route("/", deliveryRoutes);
 admin.route("/", replayRoutes);
 admin.route("/", metricsRoutes);
 admin.route("/", sourceRoutes);
+admin.route("/", incidentRoutes);
 
 admin.openAPIRegistry.registerComponent("securitySchemes", "AdminToken", {
   type: "http",

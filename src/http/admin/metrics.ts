@@ -6,6 +6,7 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Overview } from "../../store/snapshot";
+import type { AlertCounts } from "../../store";
 import { adminRouter, BEARER_SECURITY, errorResponses } from "./router";
 import { DELIVERY_STATUSES, openStore, type SubscriberCount } from "../../store";
 import { readBreakers, type DestinationBreaker } from "../../forwarding/breakers";
@@ -13,7 +14,7 @@ import { readBreakers, type DestinationBreaker } from "../../forwarding/breakers
 const metricsRoute = createRoute({
   method: "get",
   path: "/metrics",
-  summary: "Deliveries by status and source, the oldest waiting, unhandled, duplicates by source, each forward destination's breaker: Prometheus text format",
+  summary: "Deliveries by status and source, the oldest waiting, unhandled, duplicates by source, each forward destination's breaker, incidents and alert messages: Prometheus text format",
   security: BEARER_SECURITY,
   responses: {
     200: { description: "the metrics (`text/plain; version=0.0.4`)", content: { "text/plain": { schema: z.string() } } },
@@ -24,8 +25,8 @@ const metricsRoute = createRoute({
 export const metricsRoutes = adminRouter().openapi(metricsRoute, async (c) => {
   const nowMs = Date.now();
   const store = openStore(c.env);
-  const [overview, bySubscriber, breakers] = await Promise.all([store.overview(nowMs), store.failedBySubscriber(), readBreakers(c.env)]);
-  const text = renderMetrics(overview, nowMs, bySubscriber, breakers);
+  const [overview, bySubscriber, breakers, alerts] = await Promise.all([store.overview(nowMs), store.failedBySubscriber(), readBreakers(c.env), store.alerts.counts()]);
+  const text = renderMetrics(overview, nowMs, bySubscriber, breakers, alerts);
   return c.text(text, 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8", "Cache-Control": "no-store" });
 });
 
@@ -34,8 +35,14 @@ function label(value: string): string {
   return value.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
 }
 
-/** The exposition text of an overview read at `nowMs`. */
-export function renderMetrics(overview: Overview, nowMs: number, bySubscriber: readonly SubscriberCount[] = [], breakers: readonly DestinationBreaker[] = []): string {
+/** The exposition text of an overview read at `nowMs`, and of alerting's counts when given. */
+export function renderMetrics(
+  overview: Overview,
+  nowMs: number,
+  bySubscriber: readonly SubscriberCount[] = [],
+  breakers: readonly DestinationBreaker[] = [],
+  alerts?: AlertCounts,
+): string {
   const lines: string[] = [];
   const gauge = (name: string, help: string, samples: readonly [string, number][]) => {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
@@ -85,5 +92,18 @@ export function renderMetrics(overview: Overview, nowMs: number, bySubscriber: r
     "Deliveries each forward destination's limiter knows to be waiting their turn (its breaker open, or no slot free).",
     breakers.map((breaker) => [`{${destination(breaker)}}`, breaker.waiting]),
   );
+  if (alerts) {
+    gauge(
+      "webhook_inbox_incidents_open",
+      "Alerting's open incidents, by rule.",
+      Object.entries(alerts.openByRule).sort(([a], [b]) => (a < b ? -1 : 1)).map(([rule, n]) => [`{rule="${label(rule)}"}`, n] as [string, number]),
+    );
+    gauge("webhook_inbox_incidents", "Alerting's incidents kept (open and resolved).", [["", alerts.incidents]]);
+    gauge(
+      "webhook_inbox_alert_messages",
+      "Alert messages by channel and status (pending: not delivered yet, retried; failed: given up).",
+      [...alerts.messages].sort((a, b) => (`${a.channel}${a.status}` < `${b.channel}${b.status}` ? -1 : 1)).map((row) => [`{channel="${label(row.channel)}",status="${row.status}"}`, row.n] as [string, number]),
+    );
+  }
   return `${lines.join("\n")}\n`;
 }

@@ -15,6 +15,7 @@ import { dashboardOpen, requireSession } from "./auth";
 import { renderUiError } from "./errors";
 import { renderPage } from "./layout";
 import { deliveryRoutes } from "./routes/deliveries";
+import { incidentRoutes } from "./routes/incidents";
 import { overviewRoutes } from "./routes/overview";
 import { replayRoutes } from "./routes/replay";
 import { signInRoutes } from "./routes/sign-in";
@@ -34,6 +35,7 @@ ui.route("/", overviewRoutes);
 ui.route("/", deliveryRoutes);
 ui.route("/", replayRoutes);
 ui.route("/", sourceRoutes);
+ui.route("/", incidentRoutes);
 ui.all("*", (c) =>
   renderPage(
     c,

@@ -8,7 +8,7 @@ import type { Child } from "hono/jsx";
 import type { AppEnv } from "../types";
 import { ASSET_PATHS } from "./assets";
 
-export type Section = "overview" | "deliveries" | "sources" | "none";
+export type Section = "overview" | "deliveries" | "sources" | "incidents" | "none";
 
 export interface PageOptions {
   readonly title: string;
@@ -57,6 +57,11 @@ function Layout(props: PageOptions & { nonce: string | undefined; children: Chil
                 <li>
                   <a href="/ui/sources" aria-current={current("sources")}>
                     Sources
+                  </a>
+                </li>
+                <li>
+                  <a href="/ui/incidents" aria-current={current("incidents")}>
+                    Incidents
                   </a>
                 </li>
               </ul>

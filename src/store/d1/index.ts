@@ -9,6 +9,7 @@ import { isSubscriberRun, type DeliveryRef, type RunRef } from "../../delivery-r
 import { claimFromRow } from "../claims";
 import { SqlStatement } from "../../sql";
 import { deliveryStats, failedBySubscriber, getDelivery } from "./admin";
+import { d1AlertStore } from "./alerts";
 import { createBatcher, type StatementBatcher } from "./batcher";
 import { countDuplicate } from "./duplicates";
 import { recordDeliveryGrouped } from "./group-commit";
@@ -150,5 +151,6 @@ export function d1Store(db: D1Database): Store {
     previousSecretUses: () => previousSecretUses(db),
     recordProviderMessage: (message, nowMs) => recordProviderMessage(db, message, nowMs),
     providerMessages: () => providerMessages(db),
+    alerts: d1AlertStore(db),
   };
 }

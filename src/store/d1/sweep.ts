@@ -94,7 +94,7 @@ export const RETENTION_SQL = {
    * to do; deleting it would lose a delivery that was answered 200. Index: deliveries_by_age,
    * from its oldest entry: what is older than the retention is settled but for the odd stuck row.
    */
-  deleteSettled: `DELETE FROM deliveries WHERE (source, id) IN (SELECT source, id FROM (${DELETION}))`,
+  deleteSettled: `DELETE FROM deliveries WHERE (source, id) IN (SELECT source, id FROM (${DELETION})) RETURNING 1`,
   /**
    * Goes first, in the same transaction: takes the rows `deleteSettled` is about to delete out of
    * the overview's counts (store/d1/overview.ts), in one pass grouped by source: from `total` those
@@ -141,5 +141,7 @@ export async function applyRetention(db: D1Database, deleteBeforeMs: number, cle
     db.prepare(RETENTION_SQL.clearBodies).bind(clearBefore, limit),
     db.prepare(RETENTION_SQL.advancePruning).bind(clearBefore, limit),
   ]);
-  return { deleted: deleted!.meta.changes, bodiesCleared: cleared!.meta.changes };
+  // Counted by what the deletion returns: D1's `changes` would add the rows the failed-delivery
+  // counter's trigger updates (migrations/0015).
+  return { deleted: deleted!.results.length, bodiesCleared: cleared!.meta.changes };
 }

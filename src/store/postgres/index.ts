@@ -11,6 +11,7 @@
  */
 import type { ClosableStore } from "../store";
 import { deliveryStats, failedBySubscriber, getDelivery } from "./admin";
+import { postgresAlertStore } from "./alerts";
 import { clientPerOperation, isStatementError, withClient, type Connections } from "./client";
 import { claim, commitDone, entityVersion, recordResult } from "./lifecycle";
 import { fanOut, pendingRuns } from "./subscriber-runs";
@@ -65,6 +66,7 @@ export function postgresStore(hyperdrive: Hyperdrive, connections: Connections =
     previousSecretUses: () => run((db) => previousSecretUses(db)),
     recordProviderMessage: (message, nowMs) => run((db) => recordProviderMessage(db, message, nowMs)),
     providerMessages: () => run((db) => providerMessages(db)),
+    alerts: postgresAlertStore(connections),
   };
 }
 

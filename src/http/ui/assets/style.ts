@@ -65,6 +65,10 @@ tbody th { font-weight: 600; }
 .badge-grade-fair { background: var(--received-bg); color: var(--received-fg); }
 .badge-grade-weak { background: var(--failed-bg); color: var(--failed-fg); }
 ul.notes { margin: 0; padding-left: 1rem; font-size: 0.9em; }
+.incident { border: 1px solid var(--line); border-radius: 0.5rem; padding: 0.25rem 1rem 0.5rem; margin: 0 0 1rem; background: var(--panel); }
+.incident h2, .incident h3 { margin: 0.5rem 0; }
+.timeline { margin: 0.25rem 0; padding-left: 1.25rem; font-size: 0.95em; }
+.timeline li { margin: 0.2rem 0; }
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(11rem, 1fr)); gap: 0.75rem; margin: 0 0 1rem; padding: 0; list-style: none; }
 .card { border: 1px solid var(--line); border-radius: 0.5rem; padding: 0.75rem 1rem; background: var(--panel); }
 .card .label { display: block; color: var(--muted); font-size: 0.9em; }

@@ -17,6 +17,8 @@ describe("GET /admin/openapi.json", () => {
     expect(operations.sort()).toEqual([
       "GET /deliveries",
       "GET /deliveries/{source}/{id}",
+      "GET /incidents",
+      "GET /incidents/{id}",
       "GET /metrics",
       "GET /sources",
       "GET /stats",
