@@ -227,12 +227,12 @@ describe("alerts", { concurrency: false }, () => {
     assert.deepEqual(slack.blocks.map((block) => block.type), ["header", "section", "section", "context"]);
     assert.equal(slack.blocks[0].text.type, "plain_text");
     assert.match(slack.blocks[3].elements[0].text, new RegExp(`<${BASE}/ui/deliveries\\?status=failed&source=standard\\|`));
-    const discord = channels.discord.state.requests.find((request) => request.status === 204 && titles.discord(request.json) === "Opened: Deliveries failed (standard)").json;
+    const discord = channels.discord.state.requests.find((request) => request.status === 204 && titles.discord(request.json) === "Opened: Deliveries failed (standard / forward)").json;
     assert.deepEqual(discord.allowed_mentions, { parse: [] });
     assert.equal(discord.embeds.length, 1);
     assert.equal(discord.embeds[0].url, `${BASE}/ui/deliveries?status=failed&source=standard`);
     assert.deepEqual(discord.embeds[0].fields.slice(0, 2).map((field) => field.name), ["Since", "How many"]);
-    const teams = channels.teams.state.requests.find((request) => titles.teams(request.json) === "Opened: Deliveries failed (standard)").json;
+    const teams = channels.teams.state.requests.find((request) => titles.teams(request.json) === "Opened: Deliveries failed (standard / forward)").json;
     assert.equal(teams.type, "message");
     assert.equal(teams.attachments[0].contentType, "application/vnd.microsoft.card.adaptive");
     assert.equal(teams.attachments[0].content.type, "AdaptiveCard");
@@ -251,7 +251,7 @@ describe("alerts", { concurrency: false }, () => {
     // The CLI lists it.
     const lines = [];
     assert.equal(await cli(["incidents", "--status", "open", "--url", inbox.url, "--token", inbox.vars.ADMIN_TOKEN], { out: (line) => lines.push(line), err: (line) => lines.push(line) }), 0);
-    assert.match(lines.join("\n"), new RegExp(`${failedAll.id}\\s+open\\s+delivery_failed\\s+standard\\s+${BURST}`));
+    assert.match(lines.join("\n"), new RegExp(`${failedAll.id}\\s+open\\s+delivery_failed\\s+standard/forward\\s+${BURST}`));
 
   });
 
