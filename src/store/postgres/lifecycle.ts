@@ -20,7 +20,8 @@ import { LEASE_LOST, type StoreClaim } from "../claims";
 import { isoTime } from "../clock";
 import type { CommitResult, Effect, Takeover } from "../store";
 import { appendAttempt, deferredAttempt, entryAt } from "./attempt-log";
-import { isRaised, isStatementError, pgText, toBytes, toNumber, type Connections, type Queryable } from "./client";
+import { BODY_COLUMNS, bodyColumnsWhen, bodyFromRow, type BodyRow } from "./body";
+import { isRaised, isStatementError, pgText, toNumber, type Connections, type Queryable } from "./client";
 import { ownTransaction } from "./queryable";
 
 /**
@@ -43,14 +44,13 @@ const GAVE_UP = "gave up: the worker kept crashing (";
 const RESULT_FENCE = "status IN ('received', 'processing') AND (coalesce(lease_token, 0) < $3::bigint OR (lease_token = $3::bigint AND status = 'processing'))";
 
 /** What a claim's statement returns. */
-interface ClaimRow {
+interface ClaimRow extends BodyRow {
   status: string;
   attempts: number;
   error: string | null;
   event_type: string | null;
   content_type: string | null;
   last_attempt: unknown;
-  body: Uint8Array | null;
 }
 
 /**
@@ -73,7 +73,7 @@ export async function claim(db: Queryable, ref: DeliveryRef, token: number, take
  */
 function readClaim(db: Queryable, ref: DeliveryRef, token: number) {
   return db.query<ClaimRow>(
-    `SELECT status, attempts, error, event_type, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, body FROM deliveries
+    `SELECT status, attempts, error, event_type, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, ${BODY_COLUMNS} FROM deliveries
       WHERE source = $1 AND id = $2 AND status IN ('received', 'processing') AND coalesce(lease_token, 0) < $3::bigint`,
     [ref.source, ref.id, token],
   );
@@ -103,7 +103,7 @@ function markTakeover(db: Queryable, ref: DeliveryRef, token: number, previousTo
             lease_token = $3::bigint, updated_at = CASE WHEN status = 'failed' THEN updated_at ELSE $4::text END
       WHERE source = $1 AND id = $2
         AND ((${RESULT_FENCE}) OR (status = 'failed' AND (lease_token = $3::bigint OR lease_token = $6::bigint OR $6::bigint = 0)))
-      RETURNING status, attempts, error, event_type, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, CASE WHEN status = 'processing' THEN body END AS body`,
+      RETURNING status, attempts, error, event_type, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, ${bodyColumnsWhen("status = 'processing'")}`,
     [ref.source, ref.id, token, isoTime(nowMs), maxAttempts, previousToken, attemptJson("vanished", nowMs, undefined, "the worker's lease ran out without a result")],
   );
 }
@@ -117,7 +117,7 @@ function claimedDelivery(row: ClaimRow | undefined): StoreClaim {
   return {
     kind: "run",
     attempt: row.attempts + 1,
-    delivery: { eventType: row.event_type, body: row.body ? toBytes(row.body) : new Uint8Array(0), contentType },
+    delivery: { eventType: row.event_type, body: bodyFromRow(row) ?? new Uint8Array(0), contentType },
     last: attemptEntryFrom(row.last_attempt),
   };
 }
