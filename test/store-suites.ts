@@ -50,6 +50,7 @@ export const BOTH_STORES: readonly string[] = [
   "test/providers/stripe.test.ts",
   "test/providers/svix.test.ts",
   "test/providers/twilio.test.ts",
+  "test/store/body-compression.test.ts",
   "test/store/dashboard-data.test.ts",
   "test/store/duplicates.test.ts",
   "test/store/overview.test.ts",
