@@ -6,8 +6,8 @@
  *
  * - The encoding is raw DEFLATE (RFC 1951; `deflate-raw`, the name CompressionStream gives it), the
  *   smallest frame: no gzip or zlib header and trailer (18 and 6 bytes), and webhook JSON shrinks
- *   several times over. Kept only when it is smaller than the body: a short or already compressed
- *   body is stored as it came, with no encoding, as every row stored before compression is.
+ *   several times over. Kept only when it is smaller than the body: a short (under 1 KiB) or
+ *   already compressed body is stored as it came, with no encoding, as every row stored before compression is.
  * - Synchronous (node:zlib, the runtime's native zlib under `nodejs_compat`): the claim reads its
  *   body in the row's own mapping, and a stream would make each reader of a row asynchronous. A
  *   2 KB body deflates in tens of microseconds, on the receiver's path.
@@ -31,14 +31,18 @@ export interface StoredBody {
 }
 
 /**
- * Below this many bytes a body is stored as it came without trying: DEFLATE's block header and
- * Huffman tables leave nothing to gain, and the attempt would cost CPU for nothing.
+ * Below this many bytes a body is stored as it came, without trying: it saves D1 next to nothing
+ * there. A D1 row under about 1,000 bytes stays in its page whatever its size, and one above it
+ * with a body under 1 KiB spills into an overflow page with the request headers all the same
+ * (docs/benchmark.md "Capacity"). Each compression, and each read of a compressed body, pays a
+ * fixed setup in the runtime: small bodies, the most common, are spared it.
  */
-const SMALLEST_TO_COMPRESS = 64;
+const SMALLEST_TO_COMPRESS = 1_024;
 
 /**
- * zlib's level 6 (its default): measured on the GitHub and Stripe examples (bench/capacity.mjs),
- * level 1 stores about a tenth more bytes for little less CPU at these sizes.
+ * zlib's level 6, its default. On the 324 GitHub examples of bench/capacity.mjs it keeps 15.4% of
+ * the bytes, level 1 17.2% and level 9 15.4%; a body of a few KB deflates in tens to a couple of
+ * hundred microseconds at any of them (the bench's runtime CPU per delivery shows the cost).
  */
 const LEVEL = 6;
 

@@ -154,6 +154,25 @@ describe("bodies compressed at rest", () => {
     expect(same(await downloaded(ref), body)).toBe(true);
   });
 
+  it("retries a delivery whose stored body cannot be inflated, and answers the download with a bare 500: never bytes that are not the body", async () => {
+    const ref = { source: SOURCE, id: "compress-unreadable" };
+    const now = new Date().toISOString();
+    // An encoded body that is not DEFLATE: a corrupted row, or one written by a newer version's encoding.
+    await exec(
+      sql`INSERT INTO deliveries (source, id, event_type, status, attempts, body, body_encoding, received_at, updated_at) VALUES (${ref.source}, ${ref.id}, ${"invoice.paid"}, 'received', 0, ${new Uint8Array([0xff, 0xff, 0xff, 0xff])}, ${"deflate-raw"}, ${now}, ${now})`,
+    );
+    let runs = 0;
+    const { outcomes } = await consume([ref], defineHandlers({ [SOURCE]: { "*": () => (runs++, []) } }));
+    expect(outcomes[0]).toMatchObject({ action: "retry", reason: "infrastructure" });
+    expect(runs).toBe(0);
+    expect(await firstRow(sql`SELECT status, attempts FROM deliveries WHERE source = ${ref.source} AND id = ${ref.id}`)).toEqual({ status: "received", attempts: 0 });
+    const response = await exports.default.fetch(
+      new Request(`${BASE_URL}/admin/deliveries/${ref.source}/${ref.id}`, { headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` } }),
+    );
+    expect(response.status).toBe(500);
+    expect(await response.json()).toEqual({ error: "internal_error", message: "internal error" });
+  });
+
   it("keeps the dedup digest of the bytes as received: a copy under a new id is a duplicate, and the digest is their SHA-256", async () => {
     const text = new TextDecoder().decode(webhookJson(8_000, 4));
     const headers = async (delivery: string) => ({
