@@ -1,6 +1,6 @@
 /**
  * Bodies at rest, compressed: both stores keep a body as the bytes `encodeBody` gives and the name
- * of their encoding (column `body_encoding`: migrations/0012, migrations-postgres/0005), and
+ * of their encoding (column `body_encoding`: migrations/0014, migrations-postgres/0007), and
  * `decodeBody` gives back the bytes as received, byte for byte. Everything above the store (the
  * handler's `ctx.rawBody`, a forward, a replay, the dashboard's download) sees only those.
  *
