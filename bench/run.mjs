@@ -26,14 +26,19 @@
  *   BENCH_POSTGRES=0 leaves it out
  * - on disk: the fsyncs of the runtime per delivery (strace, over a pass of its own)
  *
+ * - capacity: bytes stored per delivery in the local D1 on realistic payloads, and the deliveries
+ *   per month one D1 database holds under the default retention (capacity.mjs); BENCH_CAPACITY=0
+ *   leaves it out
+ *
  * What each part measures lives in a file of its own: throughput.mjs (the loads and their runtime
  * CPU, runtime-cpu.mjs; fsyncs, fsyncs.mjs; Postgres, postgres.mjs), cost.mjs (operations counted
- * by meter.spec.ts and their list price) and dashboard.mjs (the dashboard under load). This file
- * runs them in order, writes bench/results.json and prints the tables.
+ * by meter.spec.ts and their list price), capacity.mjs and dashboard.mjs (the dashboard under
+ * load). This file runs them in order, writes bench/results.json and prints the tables.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { measureCapacity, printCapacity } from "./capacity.mjs";
 import { costPerMillion, meterOperations, printCost } from "./cost.mjs";
 import { dashboardUnderLoad, FIXTURE_ROWS, printDashboard } from "./dashboard.mjs";
 import { postgresBench } from "./postgres.mjs";
@@ -47,6 +52,8 @@ const POSTGRES = postgresBench();
 if (!POSTGRES.enabled) console.log(`end to end on Postgres left out: ${POSTGRES.reason}`);
 const meter = meterOperations();
 const cost = costPerMillion(meter);
+// Bytes stored per delivery (bench/capacity.mjs), in an inbox of its own before the loads.
+const capacity = process.env.BENCH_CAPACITY === "0" ? null : await measureCapacity();
 const configurations = [];
 // BENCH_CONFIGS="tuned" (names, comma-separated) measures only those.
 const chosen = process.env.BENCH_CONFIGS?.split(",").map((name) => name.trim());
@@ -60,7 +67,7 @@ if (process.env.BENCH_DASHBOARD !== "0") {
   console.log(`\ndashboard under load: ${FIXTURE_ROWS.toLocaleString("en")} stored deliveries, tuned configuration`);
   dashboard = await dashboardUnderLoad({ seconds: SECONDS, rounds: ROUNDS });
 }
-const results = { measuredAt: new Date().toISOString(), loadGenerator: "wrk", connections: CONNECTIONS, seconds: SECONDS, configurations, dashboard, operations: meter, cost };
+const results = { measuredAt: new Date().toISOString(), loadGenerator: "wrk", connections: CONNECTIONS, seconds: SECONDS, configurations, dashboard, operations: meter, cost, capacity };
 writeFileSync(join(ROOT, "bench", "results.json"), `${JSON.stringify(results, null, 2)}\n`);
 
 console.log(`\nwebhook-inbox benchmark (local runtime, one run, wrk -t2 -c${CONNECTIONS}, ${SECONDS} s loads)`);
@@ -70,6 +77,7 @@ console.log(
 );
 if (dashboard) printDashboard(dashboard);
 printCost(meter, cost);
+if (capacity) printCapacity(capacity);
 console.log("written: bench/results.json");
 
 // A failed request is not throughput: a run with any is reported as failed, whatever its ratios.

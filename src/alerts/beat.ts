@@ -139,7 +139,7 @@ function newMessage(channel: AlertChannel, kind: MessageKind, about: MessageSubj
     count: about.count,
     since: about.since,
     resolvedAt: kind === "resolved" ? (about.resolvedAt ?? isoTime(nowMs)) : null,
-    link: absolute(config.publicBaseUrl, listPath(about.rule, about.source)),
+    link: absolute(config.publicBaseUrl, listPath(about.rule, about.source, about.subscriber)),
   };
   return { kind, channel: channelName(channel), body: JSON.stringify(body) };
 }

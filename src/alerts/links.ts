@@ -5,12 +5,13 @@
  */
 import type { RuleName } from "./condition";
 
-/** The dashboard's list for an incident of `rule` about `source`. */
-export function listPath(rule: RuleName, source: string | null): string {
+/** The dashboard's list for an incident of `rule` about `source` (and the subscriber that failed, when named). */
+export function listPath(rule: RuleName, source: string | null, subscriber: string | null = null): string {
   const params = new URLSearchParams();
   if (rule === "delivery_failed" || rule === "failure_rate") params.set("status", "failed");
   if (rule === "backlog_age" || (rule === "heartbeat" && source === null)) params.set("status", "received");
   if (source !== null && rule !== "signature_failures") params.set("source", source);
+  if (subscriber !== null && rule === "delivery_failed") params.set("subscriber", subscriber);
   const query = params.toString();
   if (rule === "signature_failures" || rule === "breaker_open" || rule === "database_size") return "/ui/incidents";
   return `/ui/deliveries${query ? `?${query}` : ""}`;

@@ -15,11 +15,11 @@
 import { z } from "zod";
 import { parseAlerts, type AlertsConfig } from "./alerts";
 import { parseForwarding, type ForwardingConfig } from "./forwarding";
-import { longestBackoffSeconds, MAX_HANDLER_TIMEOUT_SECONDS, parseWholeNumber, QUEUE_MAX_DELAY_SECONDS, wholeNumberRange } from "./limits";
+import { longestBackoffSeconds, MAX_BODY_BYTES_CEILING, MAX_HANDLER_TIMEOUT_SECONDS, parseWholeNumber, QUEUE_MAX_DELAY_SECONDS, wholeNumberRange } from "./limits";
 import type { ConfigProblem } from "./problem";
 import { parseSourceFilters, type SourceFiltersConfig } from "./source-filters";
 
-export { MAX_HANDLER_TIMEOUT_SECONDS, QUEUE_MAX_DELAY_SECONDS, longestBackoffSeconds } from "./limits";
+export { MAX_BODY_BYTES_CEILING, MAX_HANDLER_TIMEOUT_SECONDS, QUEUE_MAX_DELAY_SECONDS, longestBackoffSeconds } from "./limits";
 
 /**
  * A whole-number var with a default, bounded so a typo cannot disable a safety limit. The
@@ -56,7 +56,7 @@ export const MIN_RETENTION_DAYS = 4;
 
 const varsSchema = z.object({
   // D1 caps a row at 2 MB; 1 MiB leaves room for the other columns.
-  MAX_BODY_BYTES: wholeNumber(1_048_576, 1, 1_900_000),
+  MAX_BODY_BYTES: wholeNumber(1_048_576, 1, MAX_BODY_BYTES_CEILING),
   // With RETRY_BASE_SECONDS, also bounded by QUEUE_MAX_DELAY_SECONDS (checked below).
   MAX_ATTEMPTS: wholeNumber(5, 1, 50),
   RETRY_BASE_SECONDS: wholeNumber(2, 1, 3_600),

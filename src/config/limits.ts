@@ -6,6 +6,13 @@
 /** A consumer invocation may run 15 minutes of wall clock; 840 s leaves a minute to record results. */
 export const MAX_HANDLER_TIMEOUT_SECONDS = 840;
 
+/**
+ * The largest MAX_BODY_BYTES accepted: D1 caps a row at 2 MB, and this leaves room for the other
+ * columns. Also the bound on a stored body's decompression (store/body-encoding.ts): whatever
+ * MAX_BODY_BYTES is now, no body stored under any setting is larger.
+ */
+export const MAX_BODY_BYTES_CEILING = 1_900_000;
+
 /** Queues refuses a delay (send or retry) longer than 12 hours. */
 export const QUEUE_MAX_DELAY_SECONDS = 43_200;
 

@@ -20,6 +20,7 @@
 import { env } from "cloudflare:workers";
 import { Client, types } from "pg";
 import { openStore } from "../../src/store";
+import { decodeBody } from "../../src/store/body-encoding";
 import type { NewDelivery, RecordOutcome } from "../../src/store/new-delivery";
 import { sql, type SqlStatement } from "../../src/sql";
 
@@ -142,7 +143,10 @@ export interface DeliveryRow {
   attempts: number;
   error: string | null;
   handled: number | null;
+  /** The body as received: `deliveryRow(s)` decode the stored bytes (see `storedBody` for those). */
   body: Uint8Array | null;
+  /** How the stored body is encoded (src/store/body-encoding.ts): "deflate-raw", or null as received. */
+  body_encoding: string | null;
   received_at: string;
   updated_at: string;
   lease_token: number | null;
@@ -159,16 +163,36 @@ export interface DeliveryRow {
   fanout: number | null;
 }
 
-/** Every delivery (of `source`), by source and id. */
-export async function deliveryRows(source?: string): Promise<DeliveryRow[]> {
-  return rows<DeliveryRow>(
-    source === undefined ? sql`SELECT * FROM deliveries ORDER BY source, id` : sql`SELECT * FROM deliveries WHERE source = ${source} ORDER BY id`,
-  );
+/** A row's body as received: bodies are stored compressed (src/store/body-encoding.ts). */
+function withBodyAsReceived(row: DeliveryRow): DeliveryRow {
+  return row.body === null ? row : { ...row, body: decodeBody(row.body, row.body_encoding) };
 }
 
-/** The delivery (source, id), or null. */
+/** Every delivery (of `source`), by source and id, each body as received. */
+export async function deliveryRows(source?: string): Promise<DeliveryRow[]> {
+  const found = await rows<DeliveryRow>(
+    source === undefined ? sql`SELECT * FROM deliveries ORDER BY source, id` : sql`SELECT * FROM deliveries WHERE source = ${source} ORDER BY id`,
+  );
+  return found.map(withBodyAsReceived);
+}
+
+/** The delivery (source, id), its body as received, or null. */
 export async function deliveryRow(source: string, id: string): Promise<DeliveryRow | null> {
-  return firstRow<DeliveryRow>(sql`SELECT * FROM deliveries WHERE source = ${source} AND id = ${id}`);
+  const row = await firstRow<DeliveryRow>(sql`SELECT * FROM deliveries WHERE source = ${source} AND id = ${id}`);
+  return row && withBodyAsReceived(row);
+}
+
+/** The body of (source, id) as the store keeps it, and its encoding; null when there is no such row. */
+export async function storedBody(source: string, id: string): Promise<{ body: Uint8Array | null; encoding: string | null } | null> {
+  const row = await firstRow<{ body: Uint8Array | null; body_encoding: string | null }>(sql`SELECT body, body_encoding FROM deliveries WHERE source = ${source} AND id = ${id}`);
+  return row && { body: row.body, encoding: row.body_encoding };
+}
+
+/** How many deliveries of `source` hold `bytes` as their body as received (stored compressed or not). */
+export async function countWithBody(source: string, bytes: Uint8Array): Promise<number> {
+  const found = await rows<{ body: Uint8Array | null; body_encoding: string | null }>(sql`SELECT body, body_encoding FROM deliveries WHERE source = ${source} AND body IS NOT NULL`);
+  const same = (body: Uint8Array) => body.byteLength === bytes.byteLength && body.every((byte, index) => byte === bytes[index]);
+  return found.filter((row) => same(decodeBody(row.body!, row.body_encoding))).length;
 }
 
 /**

@@ -17,11 +17,11 @@ import {
   unique,
 } from "../helpers/provider-signers";
 import { standardHeaders } from "../helpers/signers";
-import { count, deliveryRow, exec, rows } from "../helpers/store-db";
+import { countWithBody, deliveryRow, exec, rows } from "../helpers/store-db";
 
 /** Rows of `source` holding exactly `body`. */
 async function rowsWithBody(source: string, body: string): Promise<number> {
-  return count(sql`SELECT COUNT(*) AS n FROM deliveries WHERE source = ${source} AND body = ${new TextEncoder().encode(body)}`);
+  return countWithBody(source, new TextEncoder().encode(body));
 }
 
 const githubHeaders = async (delivery: string, body: string, secret?: string) => ({

@@ -3,6 +3,7 @@
  * named in `problems` and left out, so a page still renders and says what it could not use.
  */
 import { SOURCES } from "../../sources";
+import { SUBSCRIBER_NAME } from "../../handler-api/registry";
 import { DELIVERY_STATUSES, type DeliveryStatus, type ListingKey } from "../../store";
 import { decodeCursor } from "../cursor";
 import { MAX_DELIVERY_ID_LENGTH } from "../receiver";
@@ -22,7 +23,7 @@ export interface ParsedFilter {
 const MAX_TEXT = 255;
 
 /**
- * Reads `status`, `source`, `eventType`, `since`, `until`, `unhandled` (1), `cursor` and `id`.
+ * Reads `status`, `source`, `subscriber`, `eventType`, `since`, `until`, `unhandled` (1), `cursor` and `id`.
  * @example
  * parseFilter(new URLSearchParams("status=failed&since=2026-12-03")).filter;
  * // { status: "failed", since: "2026-12-03T00:00:00.000Z" }
@@ -53,13 +54,16 @@ export function parseFilter(params: URLSearchParams): ParsedFilter {
   };
   const since = time("since", "received since");
   const until = time("until", "received until");
+  const subscriberText = text("subscriber");
+  const subscriber = subscriberText !== undefined && SUBSCRIBER_NAME.test(subscriberText) ? subscriberText : undefined;
+  if (subscriberText !== undefined && subscriber === undefined) problems.push("subscriber: not a subscriber's name (lower-case letters, digits, - and _)");
   const cursorText = text("cursor");
   const after = cursorText === undefined ? undefined : (decodeCursor(cursorText) ?? undefined);
   if (cursorText !== undefined && after === undefined) problems.push("cursor: not a page position this dashboard made; showing the first page");
   const id = withoutNul(params.get("id"))?.trim() || undefined;
   if (id !== undefined && id.length > MAX_DELIVERY_ID_LENGTH) problems.push(`id: longer than ${MAX_DELIVERY_ID_LENGTH} characters`);
   return {
-    filter: { status, source: text("source"), eventType: text("eventType"), since, until, unhandled: params.get("unhandled") === "1" || undefined },
+    filter: { status, source: text("source"), subscriber, eventType: text("eventType"), since, until, unhandled: params.get("unhandled") === "1" || undefined },
     after,
     cursor: after === undefined ? undefined : cursorText,
     id: id !== undefined && id.length <= MAX_DELIVERY_ID_LENGTH ? id : undefined,

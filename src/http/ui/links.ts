@@ -18,7 +18,7 @@ export function listHref(filter: ListFilter = {}, cursor?: string): string {
 
 /** The filter as query parameters, in a stable order. */
 export function filterParams(filter: ListFilter): Record<string, string | undefined> {
-  return { status: filter.status, source: filter.source, eventType: filter.eventType, since: filter.since, until: filter.until, unhandled: filter.unhandled ? "1" : undefined };
+  return { status: filter.status, source: filter.source, subscriber: filter.subscriber, eventType: filter.eventType, since: filter.since, until: filter.until, unhandled: filter.unhandled ? "1" : undefined };
 }
 
 /** `?a=1&b=2` of the defined, non-empty values, or "" when there are none. */

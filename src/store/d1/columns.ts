@@ -9,11 +9,16 @@
  * D1 caps any string at 2,000,000 bytes, so a body travels in chunks of BODY_CHUNK_BYTES, each
  * well within the cap as hex, and is one BLOB in the table.
  *
+ * What travels is the body as stored: compressed or not, as store/body-encoding.ts decided, with
+ * its encoding in `body_encoding`. `bodyColumns` reads the encoding beside the chunks, and
+ * `bodyFromRow` gives back the bytes as received.
+ *
  * Measured with 50 bodies of 1 MiB through `wrangler dev` (test/e2e/large-bodies.test.mjs), peak
  * resident memory of the runtime above its idle 140 MiB: ingesting ≈ 800 → ≈ 310 MiB, consuming
  * ≈ 860 → ≈ 320 MiB, both together ≈ 990 → ≈ 400 MiB.
  */
 import { toHex } from "../../hex";
+import { decodeBody } from "../body-encoding";
 
 /** Bytes per chunk: its hex (1 MiB) stays far below D1's 2,000,000-byte string cap. */
 export const BODY_CHUNK_BYTES = 512 * 1024;
@@ -48,8 +53,9 @@ export function bodyParams(bytes: Uint8Array): string[] {
 }
 
 /**
- * The result columns that read `column` as hex chunks (read them back with `bodyFromRow`).
- * `when`, if given, is an SQL condition: the body is read only where it holds (else NULL).
+ * The result columns that read `column` as hex chunks, and its encoding from `<column>_encoding`
+ * (read them back with `bodyFromRow`). `when`, if given, is an SQL condition: the body is read
+ * only where it holds (else NULL).
  */
 export function bodyColumns(column = "body", when?: string): string {
   const guard = (expression: string) => (when ? `CASE WHEN ${when} THEN ${expression} END` : expression);
@@ -57,10 +63,13 @@ export function bodyColumns(column = "body", when?: string): string {
     { length: BODY_CHUNKS },
     (_, index) => `${guard(`hex(substr(${column}, ${index * BODY_CHUNK_BYTES + 1}, ${BODY_CHUNK_BYTES}))`)} AS body_hex_${index}`,
   );
-  return [...chunks, `${guard(`${column} IS NOT NULL`)} AS body_present`].join(", ");
+  return [...chunks, `${guard(`${column} IS NOT NULL`)} AS body_present`, `${guard(`${column}_encoding`)} AS body_encoding`].join(", ");
 }
 
-/** The body a row read with `bodyColumns` holds; null for NULL (or when its condition did not hold). */
+/**
+ * The body as received that a row read with `bodyColumns` holds; null for NULL (or when its
+ * condition did not hold). A row without an encoding (stored before compression) is read as is.
+ */
 export function bodyFromRow(row: Record<string, unknown>): Uint8Array | null {
   if (!row.body_present) return null;
   const chunks = Array.from({ length: BODY_CHUNKS }, (_, index) => (row[`body_hex_${index}`] as string | null) ?? "");
@@ -69,5 +78,5 @@ export function bodyFromRow(row: Record<string, unknown>): Uint8Array | null {
   for (const hex of chunks) {
     for (let index = 0; index < hex.length; index += 2) bytes[offset++] = (HEX_VALUE[hex.charCodeAt(index)]! << 4) | HEX_VALUE[hex.charCodeAt(index + 1)]!;
   }
-  return bytes;
+  return decodeBody(bytes, row.body_encoding as string | null | undefined);
 }

@@ -7,6 +7,7 @@
  * providers whose id is not signed (migrations/0004). The receiver sends it through
  * group-commit.ts, which writes concurrent deliveries as one batch.
  */
+import { encodeBody } from "../body-encoding";
 import { isoTime } from "../clock";
 import { bodyFromParams, bodyParams } from "./columns";
 import type { NewDelivery } from "../new-delivery";
@@ -17,17 +18,19 @@ import { COUNTED_MARK_SQL } from "./overview";
  * (same id, or same content digest). Its `received_at` is never behind the overview's count
  * (`COUNTED_MARK_SQL`, store/d1/overview.ts): a row that lands more than the count's lag after its
  * receiver's clock (a browned-out database holding a grouped insert back) is dated at the mark,
- * so that the walk still counts it (one row read, no write).
+ * so that the walk still counts it (one row read, no write). The body is stored as `encodeBody`
+ * gives it (compressed when that is smaller), with its encoding.
  */
 export function insertDelivery(db: D1Database, delivery: NewDelivery): D1PreparedStatement {
   const now = isoTime(delivery.receivedAtMs);
+  const body = encodeBody(delivery.body);
   return db
     .prepare(
       // A filtered delivery is the same one row, stored finished (store/filtered.ts): `done` with no
       // `handled` and its reason in `error`.
-      `INSERT INTO deliveries (source, id, event_type, status, attempts, error, body, received_at, updated_at, content_digest, headers)
-       VALUES (?1, ?2, ?3, CASE WHEN ?7 IS NULL THEN 'received' ELSE 'done' END, 0, ?7, ${bodyFromParams(8)}, max(?4, ${COUNTED_MARK_SQL}), ?4, ?5, ?6)
+      `INSERT INTO deliveries (source, id, event_type, status, attempts, error, body, body_encoding, received_at, updated_at, content_digest, headers)
+       VALUES (?1, ?2, ?3, CASE WHEN ?7 IS NULL THEN 'received' ELSE 'done' END, 0, ?7, ${bodyFromParams(9)}, ?8, max(?4, ${COUNTED_MARK_SQL}), ?4, ?5, ?6)
        ON CONFLICT DO NOTHING`,
     )
-    .bind(delivery.source, delivery.id, delivery.eventType, now, delivery.contentDigest ?? null, delivery.headers ?? null, delivery.filtered ?? null, ...bodyParams(delivery.body));
+    .bind(delivery.source, delivery.id, delivery.eventType, now, delivery.contentDigest ?? null, delivery.headers ?? null, delivery.filtered ?? null, body.encoding, ...bodyParams(body.bytes));
 }

@@ -115,7 +115,7 @@ export const RETENTION_SQL = {
    * The watermark never passes an unfinished delivery; a failed one that is replayed after it was
    * passed keeps its body until retention deletes the row.
    */
-  clearBodies: `UPDATE deliveries SET body = NULL, headers = NULL
+  clearBodies: `UPDATE deliveries SET body = NULL, body_encoding = NULL, headers = NULL
     WHERE received_at > ${WATERMARK}
       AND received_at <= ${PRUNE_THROUGH}
       AND status = 'done' AND body IS NOT NULL`,

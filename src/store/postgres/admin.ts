@@ -13,7 +13,8 @@ import { SUMMARY_COLUMNS, toRun, toSummary, zeroCounts, sumSubscriberCounts, typ
 import { attemptLogFromColumn } from "../attempts";
 import { FILTERED_SQL } from "../filtered";
 import { headersFromColumn } from "../headers";
-import { toBytes, toNumber } from "./client";
+import { BODY_COLUMNS, bodyFromRow, type BodyRow } from "./body";
+import { toNumber } from "./client";
 import type { Queryable } from "./queryable";
 
 /**
@@ -55,8 +56,8 @@ export async function deliveryStats(q: Queryable, nowMs: number): Promise<Delive
  * const detail = await getDelivery(client, { source: "stripe", id: "evt_1" });
  */
 export async function getDelivery(q: Queryable, ref: DeliveryRef): Promise<DeliveryDetail | null> {
-  const { rows } = await q.query<DeliveryRow & { headers: string | null; attempt_log: string | null; body: Uint8Array | null }>(
-    `SELECT ${SUMMARY_COLUMNS}, headers::text AS headers, attempt_log::text AS attempt_log, body FROM deliveries WHERE source = $1 AND id = $2`,
+  const { rows } = await q.query<DeliveryRow & BodyRow & { headers: string | null; attempt_log: string | null }>(
+    `SELECT ${SUMMARY_COLUMNS}, headers::text AS headers, attempt_log::text AS attempt_log, ${BODY_COLUMNS} FROM deliveries WHERE source = $1 AND id = $2`,
     [ref.source, ref.id],
   );
   const row = rows[0];
@@ -67,7 +68,7 @@ export async function getDelivery(q: Queryable, ref: DeliveryRef): Promise<Deliv
   );
   return {
     ...toSummary(row),
-    body: row.body === null ? null : toBytes(row.body),
+    body: bodyFromRow(row),
     headers: headersFromColumn(row.headers),
     attemptLog: attemptLogFromColumn(row.attempt_log),
     runs: runs.rows.map(toRun),

@@ -22,7 +22,8 @@ import { judgeFailedCommit } from "../commit-outcome";
 import { resultWrite, type RunResult } from "../run-result";
 import type { CommitResult, Effect, Takeover } from "../store";
 import { appendAttempt, deferredAttempt, entryAt } from "./attempt-log";
-import { isRaised, isStatementError, pgText, toBytes, toNumber, type Connections, type Queryable } from "./client";
+import { BODY_COLUMNS, bodyColumnsWhen, bodyFromRow, type BodyRow } from "./body";
+import { isRaised, isStatementError, pgText, toNumber, type Connections, type Queryable } from "./client";
 import { postgresStatement } from "./effects";
 import { claimRun, lockDelivery, markRunDone, recordRunResult, runCommittedWith, summarise } from "./subscriber-runs";
 import { ownTransaction } from "./queryable";
@@ -43,13 +44,13 @@ const LAST_ATTEMPT = "attempt_log -> -1 AS last_attempt";
 export async function claim(db: Queryable, ref: RunRef, token: number, takeover: Takeover | null, nowMs: number): Promise<StoreClaim> {
   if (isSubscriberRun(ref)) {
     const run = await claimRun(db, ref, token, takeover, nowMs);
-    return claimFromRow(run && { ...run, body: run.body ? toBytes(run.body) : null });
+    return claimFromRow(run && { ...run, body: bodyFromRow(run) });
   }
   const { rows } = takeover
     ? await markTakeover(db, ref, token, takeover.previousToken, takeover.maxAttempts, nowMs)
     : await readClaim(db, ref, token);
   const row = rows[0];
-  return claimFromRow(row && { ...row, body: row.body ? toBytes(row.body) : null });
+  return claimFromRow(row && { ...row, body: bodyFromRow(row) });
 }
 
 /**
@@ -57,8 +58,8 @@ export async function claim(db: Queryable, ref: RunRef, token: number, takeover:
  * No row: done or failed already, or a takeover newer than `token` is recorded.
  */
 function readClaim(db: Queryable, ref: DeliveryRef, token: number) {
-  return db.query<ClaimRow>(
-    `SELECT status, attempts, error, event_type, received_at, fanout, headers, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, body FROM deliveries
+  return db.query<ClaimRow & BodyRow>(
+    `SELECT status, attempts, error, event_type, received_at, fanout, headers, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, ${BODY_COLUMNS} FROM deliveries
       WHERE source = $1 AND id = $2 AND status IN ('received', 'processing') AND coalesce(lease_token, 0) < $3::bigint`,
     [ref.source, ref.id, token],
   );
@@ -80,7 +81,7 @@ function markTakeover(db: Queryable, ref: DeliveryRef, token: number, previousTo
   const gaveUp = `${vanished} AND attempts + 1 >= $5::integer`;
   // The vanished run's entry, without a start time: the sweeper may have touched updated_at since.
   const vanishedEntry = entryAt(7, "attempts + 1");
-  return db.query<ClaimRow>(
+  return db.query<ClaimRow & BodyRow>(
     `UPDATE deliveries
         SET status = CASE WHEN ${again} OR status = 'failed' THEN status WHEN ${gaveUp} THEN 'failed' ELSE 'processing' END,
             error = CASE WHEN ${again} OR status = 'failed' THEN error WHEN ${gaveUp} THEN '${GAVE_UP}' || (attempts + 1) || ' attempts without a result)' ELSE error END,
@@ -89,7 +90,7 @@ function markTakeover(db: Queryable, ref: DeliveryRef, token: number, previousTo
             lease_token = $3::bigint, updated_at = CASE WHEN status = 'failed' THEN updated_at ELSE $4::text END
       WHERE source = $1 AND id = $2
         AND ((${RESULT_FENCE}) OR (status = 'failed' AND (lease_token = $3::bigint OR lease_token = $6::bigint OR $6::bigint = 0)))
-      RETURNING status, attempts, error, event_type, received_at, fanout, headers, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, CASE WHEN status = 'processing' THEN body END AS body`,
+      RETURNING status, attempts, error, event_type, received_at, fanout, headers, ${CONTENT_TYPE}, ${LAST_ATTEMPT}, ${bodyColumnsWhen("status = 'processing'")}`,
     [ref.source, ref.id, token, isoTime(nowMs), maxAttempts, previousToken, attemptJson("vanished", nowMs, undefined, "the worker's lease ran out without a result")],
   );
 }

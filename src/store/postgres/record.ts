@@ -15,6 +15,7 @@
  * The lane (when to write alone, when to group, what a failed group does) is store/group-commit.ts,
  * shared with D1; this file is its Postgres writer (`postgresWriter`).
  */
+import { encodeBody } from "../body-encoding";
 import { isoTime } from "../clock";
 import { recordGrouped, type GroupWriter } from "../group-commit";
 import type { NewDelivery, RecordOutcome } from "../new-delivery";
@@ -63,25 +64,28 @@ export async function insertDeliveries(db: Queryable, deliveries: readonly NewDe
   const values: unknown[] = [];
   const rows = deliveries.map((delivery) => {
     const at = values.length;
+    // Stored compressed when that is smaller (store/body-encoding.ts), with its encoding.
+    const body = encodeBody(delivery.body);
     values.push(
       delivery.source,
       delivery.id,
       delivery.eventType === null ? null : pgText(delivery.eventType),
-      delivery.body,
+      body.bytes,
       isoTime(delivery.receivedAtMs),
       delivery.contentDigest ?? null,
       delivery.headers ?? null,
       delivery.filtered === undefined || delivery.filtered === null ? null : pgText(delivery.filtered),
+      body.encoding,
     );
     // Typed in every row: a VALUES list in INSERT … SELECT does not take its types from the table.
-    return `($${at + 1}::text, $${at + 2}::text, $${at + 3}::text, $${at + 4}::bytea, $${at + 5}::text, $${at + 6}::bytea, $${at + 7}::jsonb, $${at + 8}::text)`;
+    return `($${at + 1}::text, $${at + 2}::text, $${at + 3}::text, $${at + 4}::bytea, $${at + 5}::text, $${at + 6}::bytea, $${at + 7}::jsonb, $${at + 8}::text, $${at + 9}::text)`;
   });
   const result = await db.query<{ source: string; id: string }>(
     `WITH mark AS (SELECT value FROM inbox_marks WHERE name = '${COUNTED_THROUGH}' FOR KEY SHARE)
-     INSERT INTO deliveries (source, id, event_type, status, attempts, error, body, received_at, updated_at, content_digest, headers)
-     SELECT v.source, v.id, v.event_type, CASE WHEN v.filtered IS NULL THEN 'received' ELSE 'done' END, 0, v.filtered, v.body,
+     INSERT INTO deliveries (source, id, event_type, status, attempts, error, body, body_encoding, received_at, updated_at, content_digest, headers)
+     SELECT v.source, v.id, v.event_type, CASE WHEN v.filtered IS NULL THEN 'received' ELSE 'done' END, 0, v.filtered, v.body, v.body_encoding,
             GREATEST(v.now, (SELECT value FROM mark)), v.now, v.content_digest, v.headers
-       FROM (VALUES ${rows.join(", ")}) AS v (source, id, event_type, body, now, content_digest, headers, filtered)
+       FROM (VALUES ${rows.join(", ")}) AS v (source, id, event_type, body, now, content_digest, headers, filtered, body_encoding)
      ON CONFLICT DO NOTHING
      RETURNING source, id`,
     values,

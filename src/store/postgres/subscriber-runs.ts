@@ -8,6 +8,7 @@ import { GAVE_UP, type ClaimRow } from "../claims";
 import { isoTime } from "../clock";
 import { resultWrite, type RunResult } from "../run-result";
 import { appendAttempt, deferredAttempt, entryAt } from "./attempt-log";
+import { bodyColumnsWhen, type BodyRow } from "./body";
 import { pgText, toNumber, type Queryable } from "./client";
 import { CONTENT_TYPE, RESULT_FENCE } from "./run-sql";
 import { ownTransaction } from "./queryable";
@@ -49,10 +50,10 @@ export async function pendingRuns(db: Queryable, ref: DeliveryRef, nowMs: number
 }
 
 /** The claim of a run: a read for a free lease, else the takeover's fenced write (D1's `markRunTakeover`), with its summary, in one transaction. */
-export async function claimRun(db: Queryable, ref: Required<RunRef>, token: number, takeover: { previousToken: number; maxAttempts: number } | null, nowMs: number): Promise<ClaimRow | undefined> {
+export async function claimRun(db: Queryable, ref: Required<RunRef>, token: number, takeover: { previousToken: number; maxAttempts: number } | null, nowMs: number): Promise<(ClaimRow & BodyRow) | undefined> {
   if (!takeover) {
-    const { rows } = await db.query<ClaimRow>(
-      `SELECT r.status, r.attempts, r.error, d.event_type, d.received_at, d.headers, ${CONTENT_TYPE}, r.attempt_log -> -1 AS last_attempt, d.body
+    const { rows } = await db.query<ClaimRow & BodyRow>(
+      `SELECT r.status, r.attempts, r.error, d.event_type, d.received_at, d.headers, ${CONTENT_TYPE}, r.attempt_log -> -1 AS last_attempt, d.body, d.body_encoding
          FROM subscriber_runs AS r JOIN deliveries AS d ON d.source = r.source AND d.id = r.id
         WHERE r.source = $1 AND r.id = $2 AND r.subscriber = $4 AND r.status IN ('received', 'processing') AND coalesce(r.lease_token, 0) < $3::bigint`,
       [ref.source, ref.id, token, ref.subscriber],
@@ -78,8 +79,8 @@ export async function claimRun(db: Queryable, ref: Required<RunRef>, token: numb
     const run = rows[0];
     if (!run) return undefined;
     await summarise(db, ref, nowMs);
-    const delivery = await db.query<Omit<ClaimRow, "status" | "attempts" | "error" | "last_attempt">>(
-      `SELECT event_type, received_at, headers, ${CONTENT_TYPE}, CASE WHEN $3::text = 'processing' THEN body END AS body FROM deliveries WHERE source = $1 AND id = $2`,
+    const delivery = await db.query<Omit<ClaimRow & BodyRow, "status" | "attempts" | "error" | "last_attempt">>(
+      `SELECT event_type, received_at, headers, ${CONTENT_TYPE}, ${bodyColumnsWhen("$3::text = 'processing'")} FROM deliveries WHERE source = $1 AND id = $2`,
       [ref.source, ref.id, run.status],
     );
     return delivery.rows[0] && { ...delivery.rows[0], ...run };

@@ -106,7 +106,7 @@ export const RETENTION_SQL = {
                                          AND received_at > ${WATERMARK}), $1)
          ORDER BY received_at LIMIT $2) AS stretch),
     cleared AS (
-      UPDATE deliveries SET body = NULL, headers = NULL
+      UPDATE deliveries SET body = NULL, body_encoding = NULL, headers = NULL
        WHERE received_at > ${WATERMARK} AND received_at <= (SELECT value FROM through)
          AND status = 'done' AND body IS NOT NULL
       RETURNING 1),

@@ -122,6 +122,31 @@ describe("bulk replay of failed deliveries", () => {
     expect((await deliveryRow("ui-bulk-b", "b-0"))?.status).toBe("failed");
   });
 
+  it("replays one subscriber's failures alone, and lists them by subscriber", async () => {
+    for (const [id, subscriber] of [["s-1", "crm"], ["s-2", "crm"], ["s-3", "ledger"]] as const) {
+      await putDelivery({ source: "ui-bulk-sub", id, status: "failed", error: `${subscriber} said no` });
+      await exec(sql`UPDATE deliveries SET subscriber = ${subscriber} WHERE source = 'ui-bulk-sub' AND id = ${id}`);
+    }
+    const listed = await ui("/ui/deliveries?source=ui-bulk-sub&subscriber=crm&status=failed");
+    expect(listed.status).toBe(200);
+    expect(listed.text).toContain('value="crm"');
+    for (const id of ["s-1", "s-2"]) expect(listed.text).toContain(`/ui/deliveries/ui-bulk-sub/${id}`);
+    expect(listed.text).not.toContain("/ui/deliveries/ui-bulk-sub/s-3");
+    expect(listed.text).toContain('href="/ui/replay?source=ui-bulk-sub&amp;subscriber=crm"');
+
+    const confirm = await ui("/ui/replay?source=ui-bulk-sub&subscriber=crm");
+    expect(confirm.text).toContain("2 failed deliveries of the source ui-bulk-sub, that failed for the subscriber crm can be replayed now.");
+    expect(confirm.text).toContain('<input type="hidden" name="subscriber" value="crm"/>');
+    const queue = recordingQueue();
+    const replayed = await ui("/ui/replay", { form: { source: "ui-bulk-sub", subscriber: "crm", left: "2", replayed: "0" }, env: queue.env });
+    expect(replayed.headers.get("location")).toBe("/ui/replay?source=ui-bulk-sub&subscriber=crm&replayed=2&left=0");
+    expect(queue.sent.map((message) => (message as { id: string }).id).sort()).toEqual(["s-1", "s-2"]);
+    expect((await deliveryRow("ui-bulk-sub", "s-3"))?.status).toBe("failed");
+
+    const bad = await ui("/ui/deliveries?subscriber=Not%20A%20Name");
+    expect(bad.text).toContain("subscriber: not a subscriber&#39;s name");
+  });
+
   it("replays nothing for a filter it cannot read", async () => {
     await putDelivery({ source: "ui-bulk-c", id: "c-1", status: "failed", error: "boom" });
     const queue = recordingQueue();

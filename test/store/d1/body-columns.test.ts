@@ -5,7 +5,7 @@ import { blobBytes } from "../../helpers/db";
 
 /** Writes `bytes` through the hex path, then reads it back both ways: through hex, and as D1's own BLOB. */
 async function roundTrip(bytes: Uint8Array | null) {
-  await env.DB.prepare("CREATE TABLE IF NOT EXISTS body_round_trip (n INTEGER PRIMARY KEY, body BLOB)").run();
+  await env.DB.prepare("CREATE TABLE IF NOT EXISTS body_round_trip (n INTEGER PRIMARY KEY, body BLOB, body_encoding TEXT)").run();
   const { meta } = await (bytes === null
     ? env.DB.prepare("INSERT INTO body_round_trip (body) VALUES (NULL)").run()
     : env.DB.prepare(`INSERT INTO body_round_trip (body) VALUES (${bodyFromParams(1)})`).bind(...bodyParams(bytes)).run());

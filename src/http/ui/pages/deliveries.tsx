@@ -110,6 +110,10 @@ function FilterForm(props: { filter: ListFilter }) {
       <SelectField id="filter-status" name="status" label="Status" any="any status" choices={DELIVERY_STATUSES} selected={filter.status} />
       <SelectField id="filter-source" name="source" label="Source" any="any source" choices={sourceChoices(filter.source)} selected={filter.source} />
       <div class="field">
+        <label for="filter-subscriber">Subscriber</label>
+        <input id="filter-subscriber" name="subscriber" type="text" value={filter.subscriber ?? ""} maxlength={63} placeholder="forward" />
+      </div>
+      <div class="field">
         <label for="filter-event-type">Event type</label>
         <input id="filter-event-type" name="eventType" type="text" value={filter.eventType ?? ""} maxlength={255} placeholder="invoice.paid" />
       </div>

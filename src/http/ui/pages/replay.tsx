@@ -37,6 +37,7 @@ export function ForceReplayPage(props: { delivery: DeliveryDetail }) {
 function describeFilter(filter: ListFilter): string {
   const parts: string[] = [];
   if (filter.source) parts.push(`of the source ${filter.source}`);
+  if (filter.subscriber) parts.push(`that failed for the subscriber ${filter.subscriber}`);
   if (filter.eventType) parts.push(`of the event type ${filter.eventType}`);
   if (filter.since) parts.push(`received since ${utcText(filter.since)}`);
   if (filter.until) parts.push(`received before ${utcText(filter.until)}`);
@@ -94,6 +95,7 @@ export function BulkReplayPage(props: BulkReplayProps) {
           </p>
           <form method="post" action="/ui/replay" class="actions">
             <input type="hidden" name="source" value={filter.source ?? ""} />
+            <input type="hidden" name="subscriber" value={filter.subscriber ?? ""} />
             <input type="hidden" name="eventType" value={filter.eventType ?? ""} />
             <input type="hidden" name="since" value={filter.since ?? ""} />
             <input type="hidden" name="until" value={filter.until ?? ""} />

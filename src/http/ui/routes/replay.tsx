@@ -70,7 +70,7 @@ export const replayRoutes = new Hono<AppEnv>()
   .post("/replay", async (c) => {
     const form = await c.req.parseBody();
     const fields = new URLSearchParams();
-    for (const name of ["source", "eventType", "since", "until"]) if (typeof form[name] === "string") fields.set(name, form[name]);
+    for (const name of ["source", "subscriber", "eventType", "since", "until"]) if (typeof form[name] === "string") fields.set(name, form[name]);
     const parsed = parseFilter(fields);
     const filter = { ...parsed.filter, status: undefined };
     const left = count(form.left) ?? 0;
