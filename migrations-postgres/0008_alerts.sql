@@ -24,7 +24,7 @@ DECLARE
   is_summary boolean;
 BEGIN
   IF TG_TABLE_NAME = 'deliveries' THEN
-    is_summary := (CASE WHEN TG_OP = 'DELETE' THEN OLD.fanout ELSE NEW.fanout END) IS NOT NULL;
+    is_summary := OLD.fanout IS NOT NULL;
   ELSE
     is_summary := false;
   END IF;
@@ -36,7 +36,11 @@ BEGIN
         SET since = CASE WHEN f.failed_now = 0 THEN excluded.since ELSE f.since END,
             failed_now = f.failed_now + 1, last_at = excluded.last_at;
     END IF;
-    IF TG_TABLE_NAME = 'deliveries' THEN
+    -- A delivery counts once towards its source's failures: a one-subscriber one when it fails, a
+    -- fanned-out one when a run fails while none other is failed (its summary never counts).
+    IF (TG_TABLE_NAME = 'deliveries' AND NOT is_summary)
+       OR (TG_TABLE_NAME = 'subscriber_runs'
+           AND NOT EXISTS (SELECT 1 FROM subscriber_runs AS r WHERE r.source = NEW.source AND r.id = NEW.id AND r.subscriber <> NEW.subscriber AND r.status = 'failed')) THEN
       INSERT INTO alert_failure_totals AS t (source, failed_ever) VALUES (NEW.source, 1)
       ON CONFLICT (source) DO UPDATE SET failed_ever = t.failed_ever + 1;
     END IF;

@@ -3,7 +3,7 @@
 --
 -- Failed deliveries per (source, subscriber, error): kept by the triggers below, on the failure path
 -- only (a delivery or a subscriber's run entering or leaving `failed`, or deleted while failed). A
--- delivery done writes nothing more: its rows written stay as they were (test/store/d1/write-cost.test.ts).
+-- delivery done writes nothing more: its rows written stay as they were (test/store/write-cost.test.ts).
 -- The error's key is its first 160 characters with every run of digits made one '#' (runs of up to
 -- 32), so that "payment 123 not found" and "payment 4567 not found" are one incident, and "gave up
 -- after 5 attempts" one whatever the count. `subscriber` is the subscriber that failed: a
@@ -22,7 +22,7 @@ CREATE TABLE alert_failures (
 ) WITHOUT ROWID;
 
 -- Every failed delivery ever, per source: the failure rate's numerator (a replay does not take it
--- back). A fanned-out delivery counts once, when its summary becomes failed.
+-- back). A fanned-out delivery counts when one of its runs fails while none other is failed.
 CREATE TABLE alert_failure_totals (
   source      TEXT    NOT NULL PRIMARY KEY,
   failed_ever INTEGER NOT NULL
@@ -30,11 +30,10 @@ CREATE TABLE alert_failure_totals (
 
 CREATE TRIGGER deliveries_alert_failed
 AFTER UPDATE OF status ON deliveries
-WHEN NEW.status = 'failed' AND OLD.status <> 'failed'
+WHEN NEW.status = 'failed' AND OLD.status <> 'failed' AND OLD.fanout IS NULL
 BEGIN
   INSERT INTO alert_failures (source, subscriber, error_key, failed_now, since, last_at)
-  SELECT NEW.source, coalesce(NEW.subscriber, ''), replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(NEW.error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), 1, NEW.updated_at, NEW.updated_at
-   WHERE NEW.fanout IS NULL
+  VALUES (NEW.source, coalesce(NEW.subscriber, ''), replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(NEW.error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), 1, NEW.updated_at, NEW.updated_at)
   ON CONFLICT (source, subscriber, error_key) DO UPDATE
     SET since = CASE WHEN failed_now = 0 THEN excluded.since ELSE since END,
         failed_now = failed_now + 1, last_at = excluded.last_at;
@@ -70,6 +69,12 @@ BEGIN
   ON CONFLICT (source, subscriber, error_key) DO UPDATE
     SET since = CASE WHEN failed_now = 0 THEN excluded.since ELSE since END,
         failed_now = failed_now + 1, last_at = excluded.last_at;
+  -- The delivery counts once towards its source's failures: when its first run fails (a summary
+  -- that turns failed again, after a replay of another run, is no new failure).
+  INSERT INTO alert_failure_totals (source, failed_ever)
+  SELECT NEW.source, 1
+   WHERE NOT EXISTS (SELECT 1 FROM subscriber_runs WHERE source = NEW.source AND id = NEW.id AND subscriber <> NEW.subscriber AND status = 'failed')
+  ON CONFLICT (source) DO UPDATE SET failed_ever = failed_ever + 1;
 END;
 
 CREATE TRIGGER subscriber_runs_alert_unfailed
@@ -98,7 +103,7 @@ SELECT source, subscriber, replace(replace(replace(replace(replace(replace(repla
 
 -- Signature failures per source and minute ('YYYY-MM-DDTHH:MM'), written after the 401 by the
 -- receiver (at most one write per source a second and isolate, src/http/signature-failures.ts);
--- minutes older than a day are dropped by the alert beat.
+-- minutes older than 30 days are dropped by the alert beat (src/alerts/beat.ts ALERT_HISTORY_MS).
 CREATE TABLE alert_signature_failures (
   source  TEXT    NOT NULL,
   minute  TEXT    NOT NULL,

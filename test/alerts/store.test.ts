@@ -81,6 +81,13 @@ describe("failure groups per subscriber", () => {
     expect(await store().recordResult(ledger, t + 60, { kind: "failed", error: "ledger timed out" }, t + 61)).toBe(1);
     expect(await store().pendingRuns({ source: "grp-sub", id: "fan" }, t + 62)).toEqual([]);
     expect((await groups()).map((each) => each.errorKey)).toEqual(["crm said #", "ledger timed out"]);
+    // Replayed again, the ledger's run now succeeds: the summary is failed again (the CRM's run), a
+    // delivery that failed once, not twice.
+    expect(await store().resetForReplay(ledger, ["failed"], t + 70)).toHaveLength(1);
+    expect((await store().commitDone(ledger, t + 80, { handled: true, effects: [] }, t + 81)).kind).toBe("committed");
+    expect(await store().pendingRuns({ source: "grp-sub", id: "fan" }, t + 82)).toEqual([]);
+    expect((await groups()).map((each) => each.errorKey)).toEqual(["crm said #"]);
+    expect((await store().alerts.readings(Date.now())).failedEver["grp-sub"]).toBe(2);
 
     // Retention takes both deliveries, the fanned-out one's runs with it, and their failures.
     await store().applyRetention(t + 2, t - 1, 100);

@@ -3,9 +3,11 @@
  * a webhook request is received" trigger takes, and what the older incoming-webhook connectors
  * took too): `{ type: "message", attachments: [{ contentType:
  * "application/vnd.microsoft.card.adaptive", content: { type: "AdaptiveCard", version, body } }] }`,
- * with a FactSet for the facts and an Action.OpenUrl per link.
+ * with a FactSet for the facts and an Action.OpenUrl per link. A TextBlock renders markdown: the
+ * summary (it may hold a handler's error) is escaped (markdown.ts).
  */
 import { messageFacts, messageTitle, type AlertMessage } from "../message";
+import { markdownEscape } from "./markdown";
 
 export const ADAPTIVE_CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive";
 
@@ -26,7 +28,7 @@ export function teamsPayload(message: AlertMessage): Record<string, unknown> {
           version: "1.4",
           body: [
             { type: "TextBlock", text: messageTitle(message), weight: "Bolder", size: "Medium", wrap: true },
-            { type: "TextBlock", text: message.summary, wrap: true },
+            { type: "TextBlock", text: markdownEscape(message.summary), wrap: true },
             { type: "FactSet", facts: messageFacts(message).map((fact) => ({ title: fact.name, value: fact.value })) },
           ],
           ...(actions.length > 0 ? { actions } : {}),

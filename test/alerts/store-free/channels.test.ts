@@ -60,6 +60,17 @@ describe("the channels' payloads", () => {
     expect(payload.attachments[0].content.actions.map((action: { url: string }) => action.url)).toEqual([message.link, message.incidentLink]);
   });
 
+  it("Discord and Teams: a handler's error cannot make a link or emphasis in the text they render as markdown", () => {
+    const hostile = { ...message, summary: "boom: [log in again](https://evil.example/login) **urgent** _now_ `x` \\ ok" };
+    const discord = (discordPayload(hostile) as { embeds: { description: string }[] }).embeds[0]!.description;
+    const teams = (teamsPayload(hostile) as any).attachments[0].content.body[1].text as string;
+    for (const text of [discord, teams]) {
+      expect(text).toBe("boom: \\[log in again\\]\\(https://evil.example/login\\) \\*\\*urgent\\*\\* \\_now\\_ \\`x\\` \\\\ ok");
+      // No unescaped markdown character is left: each is preceded by a backslash that is itself not escaped.
+      expect(text.replace(/\\./g, "")).not.toMatch(/[[\]()*_`\\]/);
+    }
+  });
+
   it("the generic webhook: the Standard Webhooks envelope around the message", () => {
     expect(webhookPayload(message, "2026-12-06T10:01:00.000Z")).toEqual({ type: "incident.opened", timestamp: "2026-12-06T10:01:00.000Z", data: message });
   });
