@@ -3,19 +3,13 @@
  * timeline (opened, every message per channel and whether it was delivered, resolved); and
  * `GET /ui/incidents/:id`, one of them. Text from a handler's error is in summaries: JSX escapes it.
  */
+import { RULE_TITLES } from "../../../alerts/message";
 import type { IncidentRecord, OutboxMessage } from "../../../store";
 import { AbsoluteTime, RelativeTime } from "../components";
 import { utcText } from "../format";
 
-const RULE_NAMES: Record<string, string> = {
-  delivery_failed: "Deliveries failed",
-  failure_rate: "Failure rate high",
-  backlog_age: "Backlog is ageing",
-  signature_failures: "Signature failures",
-  breaker_open: "Forward destination down",
-  heartbeat: "A part stopped",
-  database_size: "Database near its size limit",
-};
+/** A rule's title (alerts/message.ts, as the messages say it), or its name for one this version does not know. */
+const ruleTitle = (rule: string): string => (RULE_TITLES as Record<string, string>)[rule] ?? rule;
 
 const MESSAGE_TONE = { sent: "done", pending: "received", failed: "failed" } as const;
 const MESSAGE_WORDS = { sent: "delivered", pending: "not delivered yet", failed: "given up" } as const;
@@ -66,7 +60,7 @@ function IncidentSection(props: { view: IncidentView; nowMs: number; heading: "h
   return (
     <section class="incident" aria-labelledby={`incident-${incident.id}`}>
       <Heading id={`incident-${incident.id}`}>
-        <a href={`/ui/incidents/${incident.id}`}>#{incident.id}</a> {RULE_NAMES[incident.rule] ?? incident.rule}: {about(incident)} <IncidentBadge status={incident.status} />
+        <a href={`/ui/incidents/${incident.id}`}>#{incident.id}</a> {ruleTitle(incident.rule)}: {about(incident)} <IncidentBadge status={incident.status} />
       </Heading>
       <p>{incident.summary}</p>
       <p class="muted">
