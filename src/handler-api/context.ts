@@ -25,6 +25,12 @@ export interface HandlerContext {
   /** The provider's delivery id. */
   readonly deliveryId: string;
   readonly source: string;
+  /**
+   * The subscriber whose handler this is: a code subscriber's name (`handler` for a source's plain
+   * handlers), or a forward destination's (`forward`, `<name>`). Each subscriber of a fanned-out
+   * delivery runs with its own name, attempts and idempotency key.
+   */
+  readonly subscriber: string;
   readonly eventType: string | null;
   /** When the inbox stored the delivery (ISO 8601, UTC): the same for every attempt and replay. */
   readonly receivedAt: string;

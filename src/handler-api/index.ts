@@ -21,4 +21,5 @@ export {
 } from "./registry";
 export { DeferredError, PermanentError, RetryAfterError } from "./errors";
 export { sql, SqlStatement, type Effect, type SqlValue } from "../sql";
+export { acceptsFilter } from "../filters";
 export { isoTime } from "../store/clock";

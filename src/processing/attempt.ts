@@ -37,6 +37,7 @@ export async function runHandler(
   env: Env,
   store: ProcessingStore,
   handlers: readonly Handler[],
+  subscriber: string,
   ref: RunRef,
   delivery: DeliveryToRun,
   attempt: number,
@@ -56,6 +57,7 @@ export async function runHandler(
   const ctx: HandlerContext = {
     deliveryId: ref.id,
     source: ref.source,
+    subscriber,
     eventType: delivery.eventType,
     receivedAt: delivery.receivedAt,
     attempt,

@@ -35,7 +35,7 @@ import { CUT_SHORT, openBatchStore, type ProcessingStore } from "../store";
 import { handleFailure, runHandler, sendDeadLetter, type Outcome } from "./attempt";
 import { commitFailed, settleQuietly } from "./commit-failure";
 export { COMMIT_FAILURE_LIMIT } from "./commit-failure";
-import { DeferredError, PermanentError, type Subscriber, type SubscriberResolver } from "../handler-api";
+import { DEFAULT_SUBSCRIBER, DeferredError, PermanentError, type Subscriber, type SubscriberResolver } from "../handler-api";
 import { describeError, InfrastructureError } from "../handler-api/errors";
 import { BatchGate } from "./batch-gate";
 import { BatchTimeUpError, holdLease, LeaseLapsedError, LeaseLostError, withDeadline, type HeldLease } from "./keep-lease";
@@ -223,7 +223,7 @@ async function processClaimed(
     const leftMs = deadlineMs - Date.now() - 5_000;
     const timeUp = leftMs < handlerMs ? () => new BatchTimeUpError("the consumer invocation's time ran out") : undefined;
     handled = await withDeadline(
-      (signal) => runHandler(env, store, choice.handlers, ref, claimed.delivery, claimed.attempt, signal),
+      (signal) => runHandler(env, store, choice.handlers, choice.subscriber ?? DEFAULT_SUBSCRIBER, ref, claimed.delivery, claimed.attempt, signal),
       Math.max(1_000, Math.min(handlerMs, leftMs)),
       timeUp,
       held.signal,

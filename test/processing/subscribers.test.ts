@@ -5,7 +5,7 @@
  */
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { defineHandlers, PermanentError, subscribers, type Handler } from "../../src/handler-api";
+import { acceptsFilter, defineHandlers, PermanentError, subscribers, type Handler } from "../../src/handler-api";
 import { openStore } from "../../src/store";
 import { sql } from "../../src/sql";
 import { adminWithEnv } from "../http/admin/client";
@@ -86,6 +86,39 @@ describe("three subscribers of one source: a code subscriber with effects, one t
       ["forward", "done", 3],
       ["ledger", "done", 1],
     ]);
+  });
+});
+
+describe("a handler's context", () => {
+  it("names the subscriber it runs for, each with an idempotency key of its own; a source's plain handlers run as `handler`", async () => {
+    const seen: { subscriber: string; key: string }[] = [];
+    const note: Handler = (_event, ctx) => void seen.push({ subscriber: ctx.subscriber, key: ctx.idempotencyKey });
+    const handlers = defineHandlers({
+      "ctx-subs": subscribers({
+        ledger: { on: { "*": note } },
+        // The filter from the handler API's one door: only invoices.
+        crm: { on: { "*": note }, accepts: acceptsFilter({ field: "type", prefix: "invoice." }) },
+      }),
+      "ctx-plain": { "*": note },
+    });
+    const fanned = { source: "ctx-subs", id: "both" };
+    await storeDelivery(fanned, { type: "invoice.paid" }, "invoice.paid");
+    const queue = capturingQueue();
+    expect((await consume([fanned], handlers, { DELIVERIES: queue.producer } as Partial<Env>)).outcomes[0]!.reason).toBe("fanned");
+    await consume(queue.take(), handlers, { DELIVERIES: queue.producer } as Partial<Env>);
+    const plain = { source: "ctx-plain", id: "one" };
+    await storeDelivery(plain, { type: "invoice.paid" }, "invoice.paid");
+    expect((await consume([plain], handlers)).outcomes[0]!.reason).toBe("done");
+    // The CRM's filter keeps a charge from it: the ledger alone runs it, in the delivery's own row.
+    const charge = { source: "ctx-subs", id: "charge" };
+    await storeDelivery(charge, { type: "charge.succeeded" }, "charge.succeeded");
+    expect((await consume([charge], handlers, { DELIVERIES: queue.producer } as Partial<Env>)).outcomes[0]!.reason).toBe("done");
+
+    // The fanned-out runs share a batch: in either order.
+    expect(seen.slice(0, 2).map((each) => each.subscriber).sort()).toEqual(["crm", "ledger"]);
+    expect(seen.slice(2).map((each) => each.subscriber)).toEqual(["handler", "ledger"]);
+    expect(new Set(seen.map((each) => each.key)).size).toBe(4);
+    expect(await deliveryRow(charge.source, charge.id)).toMatchObject({ status: "done", subscriber: "ledger", fanout: null });
   });
 });
 
