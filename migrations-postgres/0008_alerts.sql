@@ -9,9 +9,12 @@ CREATE TABLE alert_failures (
   PRIMARY KEY (source, subscriber, error_key)
 );
 
+-- '' : the source's failed deliveries; a name: that subscriber's failures (D1's 0015 says how each counts).
 CREATE TABLE alert_failure_totals (
-  source      text COLLATE "C" NOT NULL PRIMARY KEY,
-  failed_ever bigint NOT NULL
+  source      text COLLATE "C" NOT NULL,
+  subscriber  text COLLATE "C" NOT NULL DEFAULT '',
+  failed_ever bigint NOT NULL,
+  PRIMARY KEY (source, subscriber)
 );
 
 -- A delivery or a subscriber's run entering `failed`, leaving it, or deleted while failed (one
@@ -41,8 +44,13 @@ BEGIN
     IF (TG_TABLE_NAME = 'deliveries' AND NOT is_summary)
        OR (TG_TABLE_NAME = 'subscriber_runs'
            AND NOT EXISTS (SELECT 1 FROM subscriber_runs AS r WHERE r.source = NEW.source AND r.id = NEW.id AND r.subscriber <> NEW.subscriber AND r.status = 'failed')) THEN
-      INSERT INTO alert_failure_totals AS t (source, failed_ever) VALUES (NEW.source, 1)
-      ON CONFLICT (source) DO UPDATE SET failed_ever = t.failed_ever + 1;
+      INSERT INTO alert_failure_totals AS t (source, subscriber, failed_ever) VALUES (NEW.source, '', 1)
+      ON CONFLICT (source, subscriber) DO UPDATE SET failed_ever = t.failed_ever + 1;
+    END IF;
+    -- And the subscriber that failed, when one is named (a summary names none).
+    IF NOT is_summary AND NEW.subscriber IS NOT NULL THEN
+      INSERT INTO alert_failure_totals AS t (source, subscriber, failed_ever) VALUES (NEW.source, NEW.subscriber, 1)
+      ON CONFLICT (source, subscriber) DO UPDATE SET failed_ever = t.failed_ever + 1;
     END IF;
   ELSIF OLD.status = 'failed' AND (TG_OP = 'DELETE' OR NEW.status <> 'failed') AND NOT is_summary THEN
     UPDATE alert_failures SET failed_now = greatest(0, failed_now - 1)

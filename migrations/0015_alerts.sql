@@ -21,11 +21,15 @@ CREATE TABLE alert_failures (
   PRIMARY KEY (source, subscriber, error_key)
 ) WITHOUT ROWID;
 
--- Every failed delivery ever, per source: the failure rate's numerator (a replay does not take it
--- back). A fanned-out delivery counts when one of its runs fails while none other is failed.
+-- Failures ever, the failure rate's numerators (a replay does not take one back): per source, its
+-- failed deliveries (`subscriber` ''; a fanned-out delivery counts when one of its runs fails while
+-- none other is failed); and per source and subscriber, that subscriber's failures (a one-subscriber
+-- delivery's, or a run's).
 CREATE TABLE alert_failure_totals (
-  source      TEXT    NOT NULL PRIMARY KEY,
-  failed_ever INTEGER NOT NULL
+  source      TEXT    NOT NULL,
+  subscriber  TEXT    NOT NULL DEFAULT '',
+  failed_ever INTEGER NOT NULL,
+  PRIMARY KEY (source, subscriber)
 ) WITHOUT ROWID;
 
 CREATE TRIGGER deliveries_alert_failed
@@ -37,8 +41,11 @@ BEGIN
   ON CONFLICT (source, subscriber, error_key) DO UPDATE
     SET since = CASE WHEN failed_now = 0 THEN excluded.since ELSE since END,
         failed_now = failed_now + 1, last_at = excluded.last_at;
-  INSERT INTO alert_failure_totals (source, failed_ever) VALUES (NEW.source, 1)
-  ON CONFLICT (source) DO UPDATE SET failed_ever = failed_ever + 1;
+  INSERT INTO alert_failure_totals (source, subscriber, failed_ever) VALUES (NEW.source, '', 1)
+  ON CONFLICT (source, subscriber) DO UPDATE SET failed_ever = failed_ever + 1;
+  INSERT INTO alert_failure_totals (source, subscriber, failed_ever)
+  SELECT NEW.source, NEW.subscriber, 1 WHERE NEW.subscriber IS NOT NULL
+  ON CONFLICT (source, subscriber) DO UPDATE SET failed_ever = failed_ever + 1;
 END;
 
 -- A failed delivery replayed (or put back any other way) is no longer failed.
@@ -71,10 +78,12 @@ BEGIN
         failed_now = failed_now + 1, last_at = excluded.last_at;
   -- The delivery counts once towards its source's failures: when its first run fails (a summary
   -- that turns failed again, after a replay of another run, is no new failure).
-  INSERT INTO alert_failure_totals (source, failed_ever)
-  SELECT NEW.source, 1
+  INSERT INTO alert_failure_totals (source, subscriber, failed_ever)
+  SELECT NEW.source, '', 1
    WHERE NOT EXISTS (SELECT 1 FROM subscriber_runs WHERE source = NEW.source AND id = NEW.id AND subscriber <> NEW.subscriber AND status = 'failed')
-  ON CONFLICT (source) DO UPDATE SET failed_ever = failed_ever + 1;
+  ON CONFLICT (source, subscriber) DO UPDATE SET failed_ever = failed_ever + 1;
+  INSERT INTO alert_failure_totals (source, subscriber, failed_ever) VALUES (NEW.source, NEW.subscriber, 1)
+  ON CONFLICT (source, subscriber) DO UPDATE SET failed_ever = failed_ever + 1;
 END;
 
 CREATE TRIGGER subscriber_runs_alert_unfailed

@@ -61,7 +61,7 @@ export async function evaluate(
   if (!evaluationDue(state, nowMs, config.alerts.intervalSeconds * 1000)) return false;
   const overview = await store.overview(nowMs);
   const received = Object.fromEntries(Object.entries(overview.bySource).map(([source, counts]) => [source, DELIVERY_STATUSES.reduce((sum, status) => sum + counts[status], 0)]));
-  const samples = withSample(state.samples, { atMs: nowMs, bySource: sourceSamples(received, readings.failedEver) }, rules.failureRateWindowMinutes * 60_000);
+  const samples = withSample(state.samples, { atMs: nowMs, bySource: sourceSamples(received, readings.failedEver, readings.failedEverBySubscriber) }, rules.failureRateWindowMinutes * 60_000);
   const conditions = evaluateRules(
     {
       nowMs,

@@ -19,6 +19,8 @@ export interface SourceSample {
   readonly received: number;
   /** Deliveries that ever failed (a counter: a replay does not take it back). */
   readonly failedEver: number;
+  /** Each subscriber's failures ever (a subscriber missing here had none); absent in a sample from before they were counted. */
+  readonly bySubscriber?: Readonly<Record<string, number>>;
 }
 
 /** The samples kept between evaluations, oldest first (the failure rate's window). */
@@ -64,8 +66,10 @@ export function failedDeliveries(readings: Readings, rules: AlertRules): Conditi
 }
 
 /**
- * A source whose failures, between the oldest sample inside the window and now, reach the rate,
- * once it received enough in that time to judge.
+ * Failures over the window reaching the rate, once the source received enough in that time to
+ * judge: per subscriber (its failures against the source's deliveries: a subscriber that fails
+ * everything it is given, while others take the same deliveries, is named), and per source when
+ * no subscriber of it is named (failures a subscriber is not known for).
  */
 export function failureRate(readings: Readings, rules: AlertRules): Condition[] {
   if (rules.failureRatePercent === 0 || readings.samples.length < 2) return [];
@@ -74,21 +78,49 @@ export function failureRate(readings: Readings, rules: AlertRules): Condition[] 
   // The baseline: the newest sample from before the window began, else the oldest there is.
   const then = readings.samples.findLast((sample) => sample.atMs <= windowStart) ?? readings.samples[0]!;
   if (then === now) return [];
+  const window = rules.failureRateWindowMinutes;
   const conditions: Condition[] = [];
   for (const [source, current] of Object.entries(now.bySource)) {
-    const earlier = then.bySource[source] ?? { received: 0, failedEver: 0 };
-    const failed = Math.max(0, current.failedEver - earlier.failedEver);
-    // Retention's deletions lower `received`: never judge a rate on fewer than the failures.
-    const received = Math.max(failed, current.received - earlier.received);
-    if (received < rules.failureRateMinDeliveries || failed * 100 < rules.failureRatePercent * received) continue;
-    const percent = Math.round((failed * 100) / received);
+    const earlier = then.bySource[source];
+    const receivedNow = current.received - (earlier?.received ?? 0);
+    /** The rate of `failed` failures, when it holds: [percent, received]; else null. */
+    const holds = (failed: number): [number, number] | null => {
+      // Retention's deletions lower `received`: never judge a rate on fewer than the failures.
+      const received = Math.max(failed, receivedNow);
+      if (received < rules.failureRateMinDeliveries || failed * 100 < rules.failureRatePercent * received) return null;
+      return [Math.round((failed * 100) / received), received];
+    };
+    // A baseline from before subscribers were counted cannot tell a subscriber's failures in the window.
+    const bySubscriber = earlier !== undefined && earlier.bySubscriber === undefined ? {} : (current.bySubscriber ?? {});
+    const named: Condition[] = [];
+    for (const [subscriber, failedEver] of Object.entries(bySubscriber)) {
+      const failed = Math.max(0, failedEver - (earlier?.bySubscriber?.[subscriber] ?? 0));
+      const rate = holds(failed);
+      if (!rate) continue;
+      named.push({
+        rule: "failure_rate",
+        source,
+        subscriber,
+        errorKey: null,
+        count: failed,
+        summary: `${rate[0]}% of ${source}'s deliveries failed for ${subscriber} in the last ${window} min (${failed} of ${rate[1]})`,
+        sinceMs: null,
+      });
+    }
+    if (named.length > 0) {
+      conditions.push(...named);
+      continue;
+    }
+    const failed = Math.max(0, current.failedEver - (earlier?.failedEver ?? 0));
+    const rate = holds(failed);
+    if (!rate) continue;
     conditions.push({
       rule: "failure_rate",
       source,
       subscriber: null,
       errorKey: null,
       count: failed,
-      summary: `${percent}% of ${source}'s deliveries failed in the last ${rules.failureRateWindowMinutes} min (${failed} of ${received})`,
+      summary: `${rate[0]}% of ${source}'s deliveries failed in the last ${window} min (${failed} of ${rate[1]})`,
       sinceMs: null,
     });
   }

@@ -47,8 +47,14 @@ export function withSample(samples: readonly Sample[], sample: Sample, windowMs:
   return all.slice(Math.max(0, baseline));
 }
 
-/** A source's counts for a sample: what it stored, and its failures ever. */
-export function sourceSamples(received: Readonly<Record<string, number>>, failedEver: Readonly<Record<string, number>>): Record<string, SourceSample> {
-  const sources = new Set([...Object.keys(received), ...Object.keys(failedEver)]);
-  return Object.fromEntries([...sources].sort().map((source) => [source, { received: received[source] ?? 0, failedEver: failedEver[source] ?? 0 }]));
+/** A source's counts for a sample: what it stored, its failed deliveries ever, and each subscriber's failures ever. */
+export function sourceSamples(
+  received: Readonly<Record<string, number>>,
+  failedEver: Readonly<Record<string, number>>,
+  failedEverBySubscriber: Readonly<Record<string, Readonly<Record<string, number>>>> = {},
+): Record<string, SourceSample> {
+  const sources = new Set([...Object.keys(received), ...Object.keys(failedEver), ...Object.keys(failedEverBySubscriber)]);
+  return Object.fromEntries(
+    [...sources].sort().map((source) => [source, { received: received[source] ?? 0, failedEver: failedEver[source] ?? 0, bySubscriber: { ...failedEverBySubscriber[source] } }]),
+  );
 }

@@ -7,6 +7,23 @@ export const ALERT_STATE_MARK = "alerts";
 export const ALERT_TURN_MARK = "alerts_turn";
 export const HEARTBEAT_MARK_PREFIX = "heartbeat:";
 
+/**
+ * The `alert_failure_totals` rows as the readings give them: a source's failed deliveries (its
+ * row with subscriber ''), and each subscriber's failures.
+ */
+export function failureTotals(rows: readonly { source: string; subscriber: string; failed_ever: number }[]): {
+  failedEver: Record<string, number>;
+  failedEverBySubscriber: Record<string, Record<string, number>>;
+} {
+  const failedEver: Record<string, number> = {};
+  const failedEverBySubscriber: Record<string, Record<string, number>> = {};
+  for (const row of rows) {
+    if (row.subscriber === "") failedEver[row.source] = row.failed_ever;
+    else (failedEverBySubscriber[row.source] ??= {})[row.subscriber] = row.failed_ever;
+  }
+  return { failedEver, failedEverBySubscriber };
+}
+
 
 export interface IncidentRow {
   id: number;

@@ -51,8 +51,10 @@ export interface OutboxMessage {
 export interface AlertReadings {
   /** Groups with deliveries failed now. */
   readonly failureGroups: readonly FailureGroup[];
-  /** Failures ever, per source. */
+  /** Failed deliveries ever, per source. */
   readonly failedEver: Readonly<Record<string, number>>;
+  /** Failures ever per source, by the subscriber that failed. */
+  readonly failedEverBySubscriber: Readonly<Record<string, Readonly<Record<string, number>>>>;
   /** Signature failures per source since the time asked for. */
   readonly signatureFailures: Readonly<Record<string, number>>;
   /** Heartbeats by name (ms). */

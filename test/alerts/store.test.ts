@@ -88,6 +88,8 @@ describe("failure groups per subscriber", () => {
     expect(await store().pendingRuns({ source: "grp-sub", id: "fan" }, t + 82)).toEqual([]);
     expect((await groups()).map((each) => each.errorKey)).toEqual(["crm said #"]);
     expect((await store().alerts.readings(Date.now())).failedEver["grp-sub"]).toBe(2);
+    // Each subscriber's failures ever, for its failure rate: the ledger's run failed twice.
+    expect((await store().alerts.readings(Date.now())).failedEverBySubscriber["grp-sub"]).toEqual({ crm: 2, ledger: 2 });
 
     // Retention takes both deliveries, the fanned-out one's runs with it, and their failures.
     await store().applyRetention(t + 2, t - 1, 100);

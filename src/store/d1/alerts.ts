@@ -5,7 +5,7 @@
  */
 import { isoTime } from "../clock";
 import type { AlertCounts, AlertReadings, AlertStore, IncidentChanges, MessageStatus } from "../alerts";
-import { ALERT_STATE_MARK, ALERT_TURN_MARK, HEARTBEAT_MARK_PREFIX, incidentFromRow, messageFromRow, minuteKey, type IncidentRow, type MessageRow } from "../alert-rows";
+import { ALERT_STATE_MARK, ALERT_TURN_MARK, failureTotals, HEARTBEAT_MARK_PREFIX, incidentFromRow, messageFromRow, minuteKey, type IncidentRow, type MessageRow } from "../alert-rows";
 
 const TURN = `coalesce((SELECT value FROM inbox_marks WHERE name = '${ALERT_TURN_MARK}'), '')`;
 const INCIDENT_COLUMNS = "id, key, rule, source, subscriber, error_key, status, summary, count, since, opened_at, notified_at, last_seen_at, resolved_at";
@@ -16,7 +16,7 @@ export function d1AlertStore(db: D1Database): AlertStore {
     async readings(signaturesSinceMs) {
       const [groups, totals, signatures, marks, size] = await db.batch([
         db.prepare("SELECT source, subscriber, error_key, failed_now, since FROM alert_failures WHERE failed_now > 0"),
-        db.prepare("SELECT source, failed_ever FROM alert_failure_totals"),
+        db.prepare("SELECT source, subscriber, failed_ever FROM alert_failure_totals"),
         db.prepare("SELECT source, SUM(count) AS n FROM alert_signature_failures WHERE minute >= ?1 GROUP BY source").bind(minuteKey(signaturesSinceMs)),
         db.prepare(`SELECT name, value FROM inbox_marks WHERE name IN ('${ALERT_STATE_MARK}', '${ALERT_TURN_MARK}') OR name LIKE '${HEARTBEAT_MARK_PREFIX}%'`),
         db.prepare("SELECT 1"),
@@ -34,7 +34,7 @@ export function d1AlertStore(db: D1Database): AlertStore {
           failedNow: row.failed_now,
           sinceMs: Date.parse(row.since),
         })),
-        failedEver: Object.fromEntries(rows<{ source: string; failed_ever: number }>(totals).map((row) => [row.source, row.failed_ever])),
+        ...failureTotals(rows<{ source: string; subscriber: string; failed_ever: number }>(totals)),
         signatureFailures: Object.fromEntries(rows<{ source: string; n: number }>(signatures).map((row) => [row.source, row.n])),
         heartbeats,
         // D1 reports the database's size with every result.

@@ -5,7 +5,7 @@
  */
 import { isoTime } from "../clock";
 import type { AlertCounts, AlertStore, IncidentChanges, MessageStatus } from "../alerts";
-import { ALERT_STATE_MARK, ALERT_TURN_MARK, HEARTBEAT_MARK_PREFIX, incidentFromRow, messageFromRow, minuteKey } from "../alert-rows";
+import { ALERT_STATE_MARK, ALERT_TURN_MARK, failureTotals, HEARTBEAT_MARK_PREFIX, incidentFromRow, messageFromRow, minuteKey } from "../alert-rows";
 import type { Connections } from "./client";
 import { ownTransaction } from "./queryable";
 
@@ -22,7 +22,7 @@ export function postgresAlertStore({ run }: Pick<Connections, "run">): AlertStor
       run(async (q) => {
         const { rows } = await q.query<{ part: string; a: string | null; b: string | null; c: string | null; n: string | null; at: string | null }>(
           `SELECT 'group' AS part, source AS a, subscriber AS b, error_key AS c, failed_now::text AS n, since AS at FROM alert_failures WHERE failed_now > 0
-           UNION ALL SELECT 'total', source, NULL, NULL, failed_ever::text, NULL FROM alert_failure_totals
+           UNION ALL SELECT 'total', source, subscriber, NULL, failed_ever::text, NULL FROM alert_failure_totals
            UNION ALL SELECT 'signature', source, NULL, NULL, sum(count)::text, NULL FROM alert_signature_failures WHERE minute >= $1 GROUP BY source
            UNION ALL SELECT 'mark', name, value, NULL, NULL, NULL FROM inbox_marks WHERE name IN ($2, $3) OR name LIKE $4
            UNION ALL SELECT 'size', NULL, NULL, NULL, pg_database_size(current_database())::text, NULL`,
@@ -35,7 +35,7 @@ export function postgresAlertStore({ run }: Pick<Connections, "run">): AlertStor
         const size = part("size")[0]?.n;
         return {
           failureGroups: part("group").map((row) => ({ source: row.a!, subscriber: row.b === "" ? null : row.b, errorKey: row.c!, failedNow: Number(row.n), sinceMs: Date.parse(row.at!) })),
-          failedEver: Object.fromEntries(part("total").map((row) => [row.a!, Number(row.n)])),
+          ...failureTotals(part("total").map((row) => ({ source: row.a!, subscriber: row.b!, failed_ever: Number(row.n) }))),
           signatureFailures: Object.fromEntries(part("signature").map((row) => [row.a!, Number(row.n)])),
           heartbeats,
           databaseBytes: size === undefined || size === null ? null : Number(size),

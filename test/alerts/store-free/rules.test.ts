@@ -103,6 +103,46 @@ describe("the rules", () => {
     expect(conditions.map(({ rule, source, errorKey, count }) => ({ rule, source, errorKey, count }))).toEqual(expected);
   });
 
+  describe("the failure rate per subscriber", () => {
+    const rate = (bySource: Sample["bySource"], earlier: Sample["bySource"]) =>
+      evaluateRules({ ...quiet, samples: [sample(NOW - 16 * MIN, earlier), sample(NOW, bySource)] }, { ...RULES, failedDeliveries: 0 }).map(({ rule, source, subscriber, count, summary }) => ({
+        rule,
+        source,
+        subscriber,
+        count,
+        summary,
+      }));
+
+    it("names the subscriber that fails what its source's deliveries give it, not the others that take them well", () => {
+      // 40 deliveries fanned out to a ledger and a CRM: the CRM failed 30 of them, the ledger 1.
+      const earlier = { stripe: { received: 100, failedEver: 5, bySubscriber: { crm: 5, ledger: 2 } } };
+      const now = { stripe: { received: 140, failedEver: 35, bySubscriber: { crm: 35, ledger: 3 } } };
+      expect(rate(now, earlier)).toEqual([
+        { rule: "failure_rate", source: "stripe", subscriber: "crm", count: 30, summary: "75% of stripe's deliveries failed for crm in the last 15 min (30 of 40)" },
+      ]);
+    });
+
+    it("counts a subscriber first seen in the window from zero", () => {
+      const earlier = { stripe: { received: 100, failedEver: 0, bySubscriber: {} } };
+      const now = { stripe: { received: 130, failedEver: 30, bySubscriber: { analytics: 30 } } };
+      expect(rate(now, earlier).map((each) => [each.subscriber, each.count])).toEqual([["analytics", 30]]);
+    });
+
+    it("judges the source as a whole when no subscriber reaches the rate, or none is named", () => {
+      const earlier = { stripe: { received: 100, failedEver: 0, bySubscriber: { crm: 0, ledger: 0 } } };
+      // Each subscriber fails 15 of 40 (37%), the deliveries 24 of 40 (60%): the source holds.
+      const now = { stripe: { received: 140, failedEver: 24, bySubscriber: { crm: 15, ledger: 15 } } };
+      expect(rate(now, earlier).map((each) => [each.source, each.subscriber, each.count])).toEqual([["stripe", null, 24]]);
+      expect(rate({ github: { received: 140, failedEver: 30 } }, { github: { received: 100, failedEver: 0 } }).map((each) => each.subscriber)).toEqual([null]);
+    });
+
+    it("does not judge a subscriber against a baseline from before subscribers were counted", () => {
+      const earlier = { stripe: { received: 100, failedEver: 0 } };
+      const now = { stripe: { received: 140, failedEver: 5, bySubscriber: { crm: 900 } } };
+      expect(rate(now, earlier)).toEqual([]);
+    });
+  });
+
   it("says since when a failure group has failed, and what failed", () => {
     const [condition] = evaluateRules({ ...quiet, failureGroups: [{ source: "stripe", subscriber: null, errorKey: "payment # not found", failedNow: 2, sinceMs: NOW - 5 * MIN }] }, RULES);
     expect(condition).toMatchObject({ sinceMs: NOW - 5 * MIN, summary: "2 deliveries of stripe failed: payment # not found" });
