@@ -226,11 +226,11 @@ describe("alerts", { concurrency: false }, () => {
     assert.equal(typeof slack.text, "string");
     assert.deepEqual(slack.blocks.map((block) => block.type), ["header", "section", "section", "context"]);
     assert.equal(slack.blocks[0].text.type, "plain_text");
-    assert.match(slack.blocks[3].elements[0].text, new RegExp(`<${BASE}/ui/deliveries\\?status=failed&source=standard\\|`));
+    assert.match(slack.blocks[3].elements[0].text, new RegExp(`<${BASE}/ui/deliveries\\?status=failed&source=standard&subscriber=forward\\|`));
     const discord = channels.discord.state.requests.find((request) => request.status === 204 && titles.discord(request.json) === "Opened: Deliveries failed (standard / forward)").json;
     assert.deepEqual(discord.allowed_mentions, { parse: [] });
     assert.equal(discord.embeds.length, 1);
-    assert.equal(discord.embeds[0].url, `${BASE}/ui/deliveries?status=failed&source=standard`);
+    assert.equal(discord.embeds[0].url, `${BASE}/ui/deliveries?status=failed&source=standard&subscriber=forward`);
     assert.deepEqual(discord.embeds[0].fields.slice(0, 2).map((field) => field.name), ["Since", "How many"]);
     const teams = channels.teams.state.requests.find((request) => titles.teams(request.json) === "Opened: Deliveries failed (standard / forward)").json;
     assert.equal(teams.type, "message");
