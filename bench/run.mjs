@@ -67,7 +67,12 @@ if (process.env.BENCH_DASHBOARD !== "0") {
   console.log(`\ndashboard under load: ${FIXTURE_ROWS.toLocaleString("en")} stored deliveries, tuned configuration`);
   dashboard = await dashboardUnderLoad({ seconds: SECONDS, rounds: ROUNDS });
 }
-const results = { measuredAt: new Date().toISOString(), loadGenerator: "wrk", connections: CONNECTIONS, seconds: SECONDS, configurations, dashboard, operations: meter, cost, capacity };
+// Postgres end to end ÷ D1 end to end, same run and configuration (tuned stands for the run).
+const postgresRatios = Object.fromEntries(
+  configurations.filter((each) => each.endToEndPostgres).map((each) => [each.name, Math.round((each.endToEndPostgres.deliveriesPerSecond / each.endToEnd.deliveriesPerSecond) * 100) / 100]),
+);
+const postgres = Object.keys(postgresRatios).length > 0 ? { endToEndRatioToD1: postgresRatios.tuned ?? Object.values(postgresRatios)[0], byConfiguration: postgresRatios } : null;
+const results = { measuredAt: new Date().toISOString(), loadGenerator: "wrk", connections: CONNECTIONS, seconds: SECONDS, configurations, dashboard, operations: meter, cost, capacity, postgres };
 writeFileSync(join(ROOT, "bench", "results.json"), `${JSON.stringify(results, null, 2)}\n`);
 
 console.log(`\nwebhook-inbox benchmark (local runtime, one run, wrk -t2 -c${CONNECTIONS}, ${SECONDS} s loads)`);
@@ -78,6 +83,7 @@ console.log(
 if (dashboard) printDashboard(dashboard);
 printCost(meter, cost);
 if (capacity) printCapacity(capacity);
+if (postgres) console.log(`Postgres end to end ÷ D1 end to end: ${Object.entries(postgres.byConfiguration).map(([name, ratio]) => `${ratio} (${name})`).join(", ")}`);
 console.log("written: bench/results.json");
 
 // A failed request is not throughput: a run with any is reported as failed, whatever its ratios.
