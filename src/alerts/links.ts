@@ -11,7 +11,7 @@ export function listPath(rule: RuleName, source: string | null, subscriber: stri
   if (rule === "delivery_failed" || rule === "failure_rate") params.set("status", "failed");
   if (rule === "backlog_age" || (rule === "heartbeat" && source === null)) params.set("status", "received");
   if (source !== null && rule !== "signature_failures") params.set("source", source);
-  if (subscriber !== null && rule === "delivery_failed") params.set("subscriber", subscriber);
+  if (subscriber !== null && (rule === "delivery_failed" || rule === "failure_rate")) params.set("subscriber", subscriber);
   const query = params.toString();
   if (rule === "signature_failures" || rule === "breaker_open" || rule === "database_size") return "/ui/incidents";
   return `/ui/deliveries${query ? `?${query}` : ""}`;

@@ -67,9 +67,10 @@ export function failedDeliveries(readings: Readings, rules: AlertRules): Conditi
 
 /**
  * Failures over the window reaching the rate, once the source received enough in that time to
- * judge: per subscriber (its failures against the source's deliveries: a subscriber that fails
- * everything it is given, while others take the same deliveries, is named), and per source when
- * no subscriber of it is named (failures a subscriber is not known for).
+ * judge. A subscriber's failures are measured against its source's deliveries (not only those it
+ * accepted): when exactly one subscriber reaches the rate it is named (the CRM failing what a ledger
+ * takes well); when several do, or none is named, the source's failed deliveries are judged, one
+ * incident for the source.
  */
 export function failureRate(readings: Readings, rules: AlertRules): Condition[] {
   if (rules.failureRatePercent === 0 || readings.samples.length < 2) return [];
@@ -107,20 +108,25 @@ export function failureRate(readings: Readings, rules: AlertRules): Condition[] 
         sinceMs: null,
       });
     }
-    if (named.length > 0) {
-      conditions.push(...named);
+    // One subscriber reaching the rate is named. Several at once, or none, is the source's problem:
+    // one incident for it (a payload every subscriber refuses is one fault, not N).
+    if (named.length === 1) {
+      conditions.push(named[0]!);
       continue;
     }
     const failed = Math.max(0, current.failedEver - (earlier?.failedEver ?? 0));
     const rate = holds(failed);
-    if (!rate) continue;
+    if (!rate) {
+      conditions.push(...named);
+      continue;
+    }
     conditions.push({
       rule: "failure_rate",
       source,
       subscriber: null,
       errorKey: null,
       count: failed,
-      summary: `${rate[0]}% of ${source}'s deliveries failed in the last ${window} min (${failed} of ${rate[1]})`,
+      summary: `${rate[0]}% of ${source}'s deliveries failed${named.length > 1 ? ` (for ${named.map((each) => each.subscriber).join(", ")})` : ""} in the last ${window} min (${failed} of ${rate[1]})`,
       sinceMs: null,
     });
   }

@@ -12,8 +12,9 @@ describe("an alert's links", () => {
     expect(filter).toMatchObject({ status: "failed", source: "stripe", subscriber: "crm" });
   });
 
-  it("leave the subscriber out where the list has nothing to show for it, and link the incident without a base URL nowhere", () => {
+  it("name the subscriber of a failure rate too, leave it out where the list has nothing to show for it, and link nowhere without a base URL", () => {
     expect(listPath("delivery_failed", "stripe")).toBe("/ui/deliveries?status=failed&source=stripe");
+    expect(listPath("failure_rate", "stripe", "crm")).toBe("/ui/deliveries?status=failed&source=stripe&subscriber=crm");
     expect(listPath("backlog_age", "stripe", "crm")).toBe("/ui/deliveries?status=received&source=stripe");
     expect(listPath("breaker_open", "svix", "forward")).toBe("/ui/incidents");
     expect(absolute(undefined, incidentPath(7))).toBeNull();

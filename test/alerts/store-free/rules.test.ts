@@ -136,6 +136,14 @@ describe("the rules", () => {
       expect(rate({ github: { received: 140, failedEver: 30 } }, { github: { received: 100, failedEver: 0 } }).map((each) => each.subscriber)).toEqual([null]);
     });
 
+    it("makes several subscribers reaching the rate at once one incident for the source (a payload every subscriber refuses is one fault)", () => {
+      const earlier = { stripe: { received: 100, failedEver: 0, bySubscriber: { crm: 0, ledger: 0 } } };
+      const now = { stripe: { received: 140, failedEver: 30, bySubscriber: { crm: 30, ledger: 30 } } };
+      expect(rate(now, earlier)).toEqual([
+        { rule: "failure_rate", source: "stripe", subscriber: null, count: 30, summary: "75% of stripe's deliveries failed (for crm, ledger) in the last 15 min (30 of 40)" },
+      ]);
+    });
+
     it("does not judge a subscriber against a baseline from before subscribers were counted", () => {
       const earlier = { stripe: { received: 100, failedEver: 0 } };
       const now = { stripe: { received: 140, failedEver: 5, bySubscriber: { crm: 900 } } };
