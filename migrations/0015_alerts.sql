@@ -3,7 +3,7 @@
 --
 -- Failed deliveries per (source, subscriber, error): kept by the triggers below, on the failure path
 -- only (a delivery or a subscriber's run entering or leaving `failed`, or deleted while failed). A
--- delivery done writes nothing more: its rows written stay as they were (test/store/write-cost.test.ts).
+-- delivery done writes nothing more: its rows written stay as they were (test/store/d1/write-cost.test.ts).
 -- The error's key is its first 160 characters with every run of digits made one '#' (runs of up to
 -- 32), so that "payment 123 not found" and "payment 4567 not found" are one incident, and "gave up
 -- after 5 attempts" one whatever the count. `subscriber` is the subscriber that failed: a
