@@ -17,6 +17,12 @@ CREATE TABLE alert_failure_totals (
   PRIMARY KEY (source, subscriber)
 );
 
+-- A failure group's key: an error's first 160 characters with every run of digits (up to 32) one
+-- '#' (D1's 0015 spells the same expression out at each use: SQLite has no functions of its own).
+CREATE FUNCTION alert_error_key(error text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+  SELECT replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#')
+$$;
+
 -- A delivery or a subscriber's run entering `failed`, leaving it, or deleted while failed (one
 -- function for both tables and the three cases; which subscriber failed as in the D1 migration:
 -- a fanned-out delivery's failures are its runs', its summary counts only towards the total).
@@ -34,7 +40,7 @@ BEGIN
   IF TG_OP = 'UPDATE' AND NEW.status = 'failed' AND OLD.status <> 'failed' THEN
     IF NOT is_summary THEN
       INSERT INTO alert_failures AS f (source, subscriber, error_key, failed_now, since, last_at)
-      VALUES (NEW.source, coalesce(NEW.subscriber, ''), replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(NEW.error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), 1, NEW.updated_at, NEW.updated_at)
+      VALUES (NEW.source, coalesce(NEW.subscriber, ''), alert_error_key(NEW.error), 1, NEW.updated_at, NEW.updated_at)
       ON CONFLICT (source, subscriber, error_key) DO UPDATE
         SET since = CASE WHEN f.failed_now = 0 THEN excluded.since ELSE f.since END,
             failed_now = f.failed_now + 1, last_at = excluded.last_at;
@@ -54,7 +60,7 @@ BEGIN
     END IF;
   ELSIF OLD.status = 'failed' AND (TG_OP = 'DELETE' OR NEW.status <> 'failed') AND NOT is_summary THEN
     UPDATE alert_failures SET failed_now = greatest(0, failed_now - 1)
-     WHERE source = OLD.source AND subscriber = coalesce(OLD.subscriber, '') AND error_key = replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(OLD.error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#');
+     WHERE source = OLD.source AND subscriber = coalesce(OLD.subscriber, '') AND error_key = alert_error_key(OLD.error);
   END IF;
   RETURN NULL;
 END;
@@ -73,12 +79,13 @@ CREATE TRIGGER subscriber_runs_alert_failures_delete AFTER DELETE ON subscriber_
   FOR EACH ROW WHEN (OLD.status = 'failed')
   EXECUTE FUNCTION alert_failures_follow();
 
+-- What failed before this migration, counted once: one-subscriber deliveries and fanned-out runs.
 INSERT INTO alert_failures (source, subscriber, error_key, failed_now, since, last_at)
-SELECT source, coalesce(subscriber, ''), replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), count(*), min(updated_at), max(updated_at)
-  FROM deliveries WHERE status = 'failed' AND fanout IS NULL GROUP BY 1, 2, 3;
-INSERT INTO alert_failures (source, subscriber, error_key, failed_now, since, last_at)
-SELECT source, subscriber, replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(replace(substr(coalesce(error, ''), 1, 160), '0', '#'), '1', '#'), '2', '#'), '3', '#'), '4', '#'), '5', '#'), '6', '#'), '7', '#'), '8', '#'), '9', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), '##', '#'), count(*), min(updated_at), max(updated_at)
-  FROM subscriber_runs WHERE status = 'failed' GROUP BY 1, 2, 3;
+SELECT source, subscriber, alert_error_key(error), count(*), min(updated_at), max(updated_at)
+  FROM (SELECT source, coalesce(subscriber, '') AS subscriber, error, updated_at FROM deliveries WHERE status = 'failed' AND fanout IS NULL
+        UNION ALL
+        SELECT source, subscriber, error, updated_at FROM subscriber_runs WHERE status = 'failed') AS failed
+ GROUP BY 1, 2, 3;
 
 CREATE TABLE alert_signature_failures (
   source  text COLLATE "C" NOT NULL,
