@@ -61,8 +61,8 @@ const LAPSE_MARGIN_FRACTION = 6;
  * claim was asked for: the lease runs at least `leaseMs` from then.
  *
  * The returned signal aborts when a renewal answers that another worker took over
- * (`LeaseLostError`), or when renewals kept failing until less than a sixth of the lease is
- * certainly left (`LeaseLapsedError`; a failed renewal is tried again every twelfth of the lease).
+ * (`LeaseLostError`), or when renewals kept failing, or one hangs, until less than a sixth of the
+ * lease is certainly left (`LeaseLapsedError`; a failed renewal is tried again every twelfth of the lease).
  * @example
  * const held = holdLease(lease, token, 60_000, claimedAtMs);
  * try { await work(held.signal); } finally { held.stop(); }
@@ -77,10 +77,19 @@ export function holdLease(lease: Renewable, token: number, leaseMs: number, gran
     timer = setTimeout(async () => {
       const askedAtMs = Date.now();
       let renewed: boolean | null = null;
+      // A renewal that hangs is one that failed, once the lease is about to run out: waiting on it
+      // longer would keep the work going past a takeover.
+      let giveUp: ReturnType<typeof setTimeout> | undefined;
+      const lapsing = new Promise<null>((resolve) => {
+        giveUp = setTimeout(() => resolve(null), Math.max(0, certainUntilMs - leaseMs / LAPSE_MARGIN_FRACTION - askedAtMs));
+      });
       try {
-        renewed = await lease.renew(token);
+        renewed = await Promise.race([lease.renew(token), lapsing]);
+        if (renewed === null) console.error("a lease renewal did not answer before the lease was about to run out");
       } catch (error) {
         console.error("could not renew a lease, will try again:", describeError(error));
+      } finally {
+        clearTimeout(giveUp);
       }
       if (!holding) return;
       if (renewed === false) {

@@ -72,8 +72,10 @@ describe("a worker whose lease was taken over", () => {
 });
 
 describe("a live worker whose lease could not be renewed", () => {
-  it("stops before the lease runs out, and the takeover after it counts no run: renewals failing is not a crash", { timeout: 30_000 }, async () => {
-    const ref = { source: "renewfails", id: "lapsed" };
+  // "hang": the lease object takes the call and never answers; without a bound the worker would
+  // wait on it past the end of its lease, at work while another worker takes over.
+  it.each(["throw", "hang"] as const)("stops before the lease runs out, and the takeover after it counts no run: renewals that %s are not a crash", { timeout: 30_000 }, async (fault) => {
+    const ref = { source: "renewfails", id: `lapsed-${fault}` };
     await storeDelivery(ref);
     await shortLease(ref);
     // A takeover, so that the worker's run is recorded in the store before its handler runs (the
@@ -81,7 +83,7 @@ describe("a live worker whose lease could not be renewed", () => {
     expect(await leaseFor(env, ref).claim(ref)).toMatchObject({ kind: "granted" });
     expect(await expireLease(leaseFor(env, ref), 3)).toBe(true);
 
-    const renewals = faultyNamespace(env.DELIVERY_LEASE, (call) => (call.method === "renew" ? "throw" : undefined));
+    const renewals = faultyNamespace(env.DELIVERY_LEASE, (call) => (call.method === "renew" ? fault : undefined));
     let aborted: unknown = null;
     let runs = 0;
     const handlers = defineHandlers({
@@ -107,5 +109,6 @@ describe("a live worker whose lease could not be renewed", () => {
     await expireLease(leaseFor(env, ref), 3);
     expect((await consume([ref], handlers, SHORT_LEASE)).outcomes[0]!.reason).toBe("done");
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 });
+    renewals.release();
   });
 });
