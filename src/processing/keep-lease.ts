@@ -73,23 +73,19 @@ export function holdLease(lease: Renewable, token: number, leaseMs: number, gran
   let holding = true;
   // The lease certainly runs until then: each renewal extends it by `leaseMs` from when it was asked.
   let certainUntilMs = grantedAtMs + leaseMs;
+  // Past this, too little of the lease is certainly left to go on working.
+  const lapseAtMs = () => certainUntilMs - leaseMs / LAPSE_MARGIN_FRACTION;
   const schedule = (delayMs: number) => {
     timer = setTimeout(async () => {
       const askedAtMs = Date.now();
       let renewed: boolean | null = null;
-      // A renewal that hangs is one that failed, once the lease is about to run out: waiting on it
-      // longer would keep the work going past a takeover.
-      let giveUp: ReturnType<typeof setTimeout> | undefined;
-      const lapsing = new Promise<null>((resolve) => {
-        giveUp = setTimeout(() => resolve(null), Math.max(0, certainUntilMs - leaseMs / LAPSE_MARGIN_FRACTION - askedAtMs));
-      });
       try {
-        renewed = await Promise.race([lease.renew(token), lapsing]);
-        if (renewed === null) console.error("a lease renewal did not answer before the lease was about to run out");
+        // A renewal that hangs is one that failed, once the lease is about to run out: waiting on it
+        // longer would keep the work going past a takeover.
+        const hung = () => new Error("the renewal did not answer before the lease was about to run out");
+        renewed = await withDeadline(() => lease.renew(token), Math.max(0, lapseAtMs() - askedAtMs), hung);
       } catch (error) {
         console.error("could not renew a lease, will try again:", describeError(error));
-      } finally {
-        clearTimeout(giveUp);
       }
       if (!holding) return;
       if (renewed === false) {
@@ -102,7 +98,7 @@ export function holdLease(lease: Renewable, token: number, leaseMs: number, gran
         return;
       }
       const retryMs = leaseMs / RETRY_FRACTION;
-      if (Date.now() + retryMs > certainUntilMs - leaseMs / LAPSE_MARGIN_FRACTION) {
+      if (Date.now() + retryMs > lapseAtMs()) {
         controller.abort(new LeaseLapsedError("the lease could not be renewed and was about to run out"));
         return;
       }
