@@ -17,6 +17,11 @@ import { consumeDeliveries } from "../src/processing/consumer";
 import { defineHandlers } from "../src/handler-api";
 import { registryResolver } from "../src/handler-api/registry";
 import type { DeliveryRef } from "../src/processing/messages";
+import { runsOf } from "../test/helpers/recording-producer";
+import { fireAlarm } from "../test/helpers/alarms";
+
+/** Requests in flight at once: bench/run.mjs's load generator keeps 16 connections open. */
+const CONNECTIONS = 16;
 
 const counts = {
   d1Statements: 0,
@@ -85,16 +90,20 @@ function meteredDb(db: D1Database): D1Database {
   });
 }
 
+/** The messages sent (a run, or a bundle of runs), and the runs they carry. */
+const messagesSent: unknown[] = [];
 const sent: DeliveryRef[] = [];
 const meteredQueue = {
-  async send(body: DeliveryRef) {
+  async send(body: unknown) {
     counts.queueMessages++;
-    sent.push(body);
+    messagesSent.push(body);
+    sent.push(...(runsOf(body) as DeliveryRef[]));
   },
-  async sendBatch(messages: Iterable<MessageSendRequest<DeliveryRef>>) {
+  async sendBatch(messages: Iterable<MessageSendRequest>) {
     for (const message of messages) {
       counts.queueMessages++;
-      sent.push(message.body);
+      messagesSent.push(message.body);
+      sent.push(...(runsOf(message.body) as DeliveryRef[]));
     }
   },
 } as unknown as Queue;
@@ -170,10 +179,16 @@ it("meters one delivery's billable operations", { timeout: 120_000 }, async () =
     requests.push(new Request("https://inbox.example/webhooks/standard", { method: "POST", headers, body }));
     if (index % 10 === 0) requests.push(new Request("https://inbox.example/webhooks/standard", { method: "POST", headers, body })); // 10% sent twice
   }
-  for (const request of requests) {
-    const ctx = createExecutionContext();
-    expect((await app.fetch(request, metered, ctx)).status).toBe(200);
-    await waitOnExecutionContext(ctx);
+  // Under load: requests arrive CONNECTIONS at a time, as from the bench's load generator, so that
+  // deliveries stored together share queue messages as they do under load (processing/enqueue.ts).
+  for (let start = 0; start < requests.length; start += CONNECTIONS) {
+    await Promise.all(
+      requests.slice(start, start + CONNECTIONS).map(async (request) => {
+        const ctx = createExecutionContext();
+        expect((await app.fetch(request, metered, ctx)).status).toBe(200);
+        await waitOnExecutionContext(ctx);
+      }),
+    );
   }
   // The example handler's shape: one keyed INSERT per delivery, committed with the done mark.
   // Keyed like the example's `payments` table (migrations/0007: WITHOUT ROWID, one row per effect).
@@ -187,13 +202,19 @@ it("meters one delivery's billable operations", { timeout: 120_000 }, async () =
   const ingest = { ...counts };
   for (const ref of new Map(sent.map((ref) => [ref.id, ref])).values()) await countLeaseStorage(ref);
   const batchSize = 50; // wrangler.toml max_batch_size
-  for (let start = 0; start < sent.length; start += batchSize) {
-    const messages = sent.slice(start, start + batchSize).map((body, index) => ({ id: `m${start + index}`, timestamp: new Date(), attempts: 1, body }));
+  for (let start = 0; start < messagesSent.length; start += batchSize) {
+    const messages = messagesSent.slice(start, start + batchSize).map((body, index) => ({ id: `m${start + index}`, timestamp: new Date(), attempts: 1, body }));
     const outcomes = await consumeDeliveries(createMessageBatch("webhook-deliveries", messages), metered, registryResolver(handlers));
     expect(outcomes.every((outcome) => outcome.action === "ack")).toBe(true);
   }
   expect(counts.leaseStorageRowsWritten).toBeGreaterThan(0);
-  // Every settled lease leaves nothing behind: no key, and no alarm.
+  // A finished delivery's settle leaves its lease's alarm (a write saved): each fires once, a
+  // Durable Object request, finds the lease settled, and writes nothing.
+  for (const ref of new Map(sent.map((ref) => [ref.id, ref])).values()) {
+    const stub = env.DELIVERY_LEASE.get(env.DELIVERY_LEASE.idFromName(JSON.stringify([ref.source, ref.id])));
+    if (await fireAlarm(stub)) counts.durableObjectRequests++;
+  }
+  // Then every settled lease has left nothing behind: no key, and no alarm.
   let leftovers = 0;
   let alarmsLeft = 0;
   for (const ref of new Map(sent.map((ref) => [ref.id, ref])).values()) {
@@ -205,7 +226,7 @@ it("meters one delivery's billable operations", { timeout: 120_000 }, async () =
   }
   expect(leftovers).toBe(0);
   expect(alarmsLeft).toBe(0);
-  const consumerBatches = Math.ceil(sent.length / batchSize);
+  const consumerBatches = Math.ceil(messagesSent.length / batchSize);
   console.log(
     `METER ${JSON.stringify({
       deliveries,

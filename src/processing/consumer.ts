@@ -1,7 +1,8 @@
 /**
  * The queue consumer: each message names a stored delivery; process it effectively once.
  *
- * Per delivery, on its own: claim its lease (DeliveryLease), read it from the store (a takeover is
+ * A message names a run, or several stored together (a bundle: bundles.ts); each is processed on
+ * its own. Per delivery: claim its lease (DeliveryLease), read it from the store (a takeover is
  * recorded there first, store/d1/lifecycle.ts), run the user's handler while the lease is renewed,
  * commit the handler's effects together with the `done` mark in one fenced transaction, settle
  * the lease, and ack the message. A delivery's lease covers only its own work, and is renewed from
@@ -41,6 +42,7 @@ import { BatchGate } from "./batch-gate";
 import { BatchTimeUpError, holdLease, LeaseLapsedError, LeaseLostError, withDeadline, type HeldLease } from "./keep-lease";
 import { leaseFor, type DeliveryLease, type LeaseClaim } from "./lease";
 import { settleMessage } from "./requeue";
+import { runsOf, settleBundle } from "./bundles";
 import { describeRun, isDeliveryRef, isSubscriberRun, runMessage, type RunRef } from "./messages";
 import { chooseRun, queueRuns, scheduleOf } from "./subscribers";
 
@@ -79,7 +81,11 @@ interface BatchContext {
   readonly gate: BatchGate;
 }
 
-/** Processes a batch from `webhook-deliveries`; each message is acked or retried on its own, as soon as its delivery is. */
+/**
+ * Processes a batch from `webhook-deliveries`. Each run is acked or retried on its own, as soon as
+ * it is handled; a bundle's, once the last of them is (bundles.ts). Returns the outcome of each run
+ * processed, in the batch's order; a bundle delivered again is split and has none.
+ */
 export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, resolve: SubscriberResolver): Promise<Outcome[]> {
   const config = loadConfig(env);
   const store = openBatchStore(env);
@@ -91,32 +97,37 @@ export async function consumeDeliveries(batch: MessageBatch<unknown>, env: Env, 
     deadlineMs: Date.now() + BATCH_BUDGET_MS,
     gate: new BatchGate(),
   };
-  const outcomes: Outcome[] = new Array(batch.messages.length);
+  const { units, splits } = runsOf(batch, env.DELIVERIES);
+  const outcomes: Outcome[] = new Array(units.length);
   let next = 0;
   const worker = async () => {
-    while (next < batch.messages.length) {
+    while (next < units.length) {
       const index = next++;
-      const message = batch.messages[index]!;
-      const outcome = await processMessage(message, context);
-      await settleMessage(message, isDeliveryRef(message.body) ? runMessage(message.body) : null, outcome, env.DELIVERIES);
+      const { message, body, bundle } = units[index]!;
+      const outcome = await processMessage(message, body, context);
       outcomes[index] = outcome;
+      if (bundle === null) await settleMessage(message, isDeliveryRef(body) ? runMessage(body) : null, outcome, env.DELIVERIES);
+      else {
+        bundle.runs.push({ ref: body as RunRef, outcome });
+        if (--bundle.left === 0) await settleBundle(message, bundle.runs, env.DELIVERIES);
+      }
     }
   };
   try {
-    await Promise.all(Array.from({ length: Math.min(BATCH_CONCURRENCY, batch.messages.length) }, worker));
+    await Promise.all([...splits, ...Array.from({ length: Math.min(BATCH_CONCURRENCY, units.length) }, worker)]);
   } finally {
     await store.close();
   }
   return outcomes;
 }
 
-async function processMessage(message: Message<unknown>, context: BatchContext): Promise<Outcome> {
-  if (!isDeliveryRef(message.body)) {
+async function processMessage(message: Message<unknown>, body: unknown, context: BatchContext): Promise<Outcome> {
+  if (!isDeliveryRef(body)) {
     // Only a bug or a hand-sent message looks like this; there is no delivery to record it on.
-    console.error("dropping a malformed queue message:", JSON.stringify(message.body)?.slice(0, 200));
+    console.error("dropping a malformed queue message:", JSON.stringify(body)?.slice(0, 200));
     return { action: "ack", reason: "malformed" };
   }
-  const ref = runMessage(message.body);
+  const ref = runMessage(body);
   if (context.deadlineMs - Date.now() < Math.min(context.config.handlerTimeoutSeconds * 1000, MIN_HANDLER_WINDOW_MS)) {
     // Too late in the invocation to start: the next one takes it, unclaimed, nothing counted.
     return { action: "retry", reason: "deferred", delaySeconds: 0 };
@@ -180,12 +191,12 @@ async function processClaimed(
   const claimed = await store.claim(ref, token, takeover ? { previousToken, maxAttempts } : null, Date.now());
   if (claimed.kind === "gone") {
     // Done or failed already (the stored row is the judge), or a newer claim got there first.
-    await settleQuietly(ref, lease, token);
+    await settleQuietly(ref, lease, token, false);
     return { action: "ack", reason: "settled" };
   }
   if (claimed.kind === "gave_up") {
     // Unsent, the lease stays unsettled: its alarm brings the delivery back to send it again.
-    if (await sendDeadLetter(env, ref, claimed.error)) await settleQuietly(ref, lease, token);
+    if (await sendDeadLetter(env, ref, claimed.error)) await settleQuietly(ref, lease, token, true);
     return { action: "ack", reason: "exhausted" };
   }
 
@@ -193,7 +204,7 @@ async function processClaimed(
     // Fanned out before (its worker died before it queued every run, or the sweeper found it
     // waiting): make sure each unsettled run is queued; a run queued twice meets its own lease.
     await queueRuns(env, ref, await store.pendingRuns(ref, Date.now()));
-    await settleQuietly(ref, lease, token);
+    await settleQuietly(ref, lease, token, false);
     return { action: "ack", reason: "fanned" };
   }
 
@@ -203,7 +214,7 @@ async function processClaimed(
     // becomes their summary. Queued after the fan-out is recorded, so that no run goes unrecorded.
     if (!(await store.fanOut(ref, token, choice.subscribers, Date.now()))) return { action: "ack", reason: "lease_lost" };
     await queueRuns(env, ref, choice.subscribers);
-    await settleQuietly(ref, lease, token);
+    await settleQuietly(ref, lease, token, false);
     return { action: "ack", reason: "fanned" };
   }
 
@@ -269,7 +280,7 @@ async function processClaimed(
     const error = commit.permanent ? new PermanentError(describeError(commit.error)) : commit.error;
     return handleFailure(error, env, store, choice.schedule, ref, lease, token, claimed.attempt, run);
   }
-  await settleQuietly(ref, lease, token);
+  await settleQuietly(ref, lease, token, true);
   return { action: "ack", reason: handled.handled ? "done" : "unhandled" };
 }
 

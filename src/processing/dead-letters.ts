@@ -15,7 +15,7 @@
  *   next claim meets the D1 row, which says what is left to do.
  */
 import { describeError } from "../handler-api/errors";
-import { describeRun, isDeliveryRef, runMessage } from "./messages";
+import { describeRun, isDeliveryRef, isRunBundle, runMessage } from "./messages";
 
 /** How long a delivery the queue gave up on waits before it is processed again. */
 export const REQUEUE_DELAY_SECONDS = 300;
@@ -23,6 +23,10 @@ export const REQUEUE_DELAY_SECONDS = 300;
 export async function recordDeadLetters(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   for (const message of batch.messages) {
     const body = message.body;
+    if (isRunBundle(body)) {
+      await requeueBundle(message, body.runs, env);
+      continue;
+    }
     if (!isDeliveryRef(body)) {
       console.error("dead-letter queue: dropping a malformed message:", JSON.stringify(body)?.slice(0, 200));
       message.ack();
@@ -43,5 +47,24 @@ export async function recordDeadLetters(batch: MessageBatch<unknown>, env: Env):
       console.error(`dead-letter queue: could not requeue ${describeRun(body)}, will retry:`, describeError(error));
       message.retry({ delaySeconds: 60 });
     }
+  }
+}
+
+/**
+ * A bundle (messages.ts) reaches this queue only when its runs could not be split out of it ten
+ * times over (bundles.ts): each goes back alone, after the same pause.
+ */
+async function requeueBundle(message: Message<unknown>, runs: readonly unknown[], env: Env): Promise<void> {
+  const refs = runs.filter(isDeliveryRef).map(runMessage);
+  if (refs.length < runs.length) console.error(`dead-letter queue: dropping ${runs.length - refs.length} malformed runs of a bundle`);
+  try {
+    if (refs.length > 0) {
+      await env.DELIVERIES.sendBatch(refs.map((ref) => ({ body: ref, contentType: "json" as const, delaySeconds: REQUEUE_DELAY_SECONDS })));
+    }
+    console.warn(`dead-letter queue: a bundle of ${refs.length} runs used up the queue's retries; each back on the queue in ${REQUEUE_DELAY_SECONDS} s`);
+    message.ack();
+  } catch (error) {
+    console.error(`dead-letter queue: could not requeue a bundle of ${refs.length} runs, will retry:`, describeError(error));
+    message.retry({ delaySeconds: 60 });
   }
 }

@@ -28,6 +28,37 @@ export function isDeliveryRef(value: unknown): value is RunRef {
   return typeof source === "string" && typeof id === "string" && source.length > 0 && id.length > 0;
 }
 
+/**
+ * A message carrying the runs stored (or queued) together: one queue write, read and delete for
+ * all of them, where a message each cost three operations per delivery. The consumer takes each
+ * run on its own, with its own lease, outcome and retry (consumer.ts, bundles.ts).
+ */
+export interface RunBundle {
+  readonly runs: readonly RunRef[];
+}
+
+/**
+ * At most this many runs share a message. Enough that a burst pays a few percent of the queue
+ * operations; few enough that a consumer batch (50 messages) stays work for one invocation, and
+ * that a message of the longest ids (255 characters) stays within one 64 KB operation.
+ */
+export const MAX_RUNS_PER_MESSAGE = 25;
+
+/** True for a bundle's body (its runs are validated one by one: `isDeliveryRef`). */
+export function isRunBundle(value: unknown): value is { readonly runs: readonly unknown[] } {
+  return value !== null && typeof value === "object" && Array.isArray((value as { runs?: unknown }).runs);
+}
+
+/** The message bodies that carry `refs`: a run alone as it always was, several as bundles. */
+export function packRuns(refs: readonly RunRef[]): (RunRef | RunBundle)[] {
+  const bodies: (RunRef | RunBundle)[] = [];
+  for (let start = 0; start < refs.length; start += MAX_RUNS_PER_MESSAGE) {
+    const runs = refs.slice(start, start + MAX_RUNS_PER_MESSAGE).map(runMessage);
+    bodies.push(runs.length === 1 ? runs[0]! : { runs });
+  }
+  return bodies;
+}
+
 /** The queue message of a run: exactly its parts (a message read back may carry others). */
 export function runMessage(ref: RunRef): RunRef {
   return ref.subscriber === undefined ? { source: ref.source, id: ref.id } : { source: ref.source, id: ref.id, subscriber: ref.subscriber };

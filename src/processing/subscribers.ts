@@ -6,7 +6,8 @@
  */
 import type { DeliveryView, Handler, RetrySchedule, Subscriber } from "../handler-api";
 import type { DeliveryToRun } from "../store";
-import { isSubscriberRun, runMessage, type DeliveryRef, type RunRef } from "./messages";
+import { sendRuns } from "./enqueue";
+import { isSubscriberRun, type DeliveryRef, type RunRef } from "./messages";
 
 /** What a claimed run is for. */
 export type Choice =
@@ -77,17 +78,14 @@ export function deliveryView(delivery: DeliveryToRun): DeliveryView {
   };
 }
 
-/** sendBatch takes at most 100 messages per call. */
-const SEND_BATCH_LIMIT = 100;
-
 /**
  * Puts the runs of `subscribers` of a fanned-out delivery on the queue. Throws when the queue does:
  * the delivery's lease is then released and its retry queues them again (its claim finds it fanned
  * out); a run queued twice meets its own lease.
  */
-export async function queueRuns(env: Env, ref: DeliveryRef, subscribers: readonly string[]): Promise<void> {
-  for (let start = 0; start < subscribers.length; start += SEND_BATCH_LIMIT) {
-    const chunk = subscribers.slice(start, start + SEND_BATCH_LIMIT);
-    await env.DELIVERIES.sendBatch(chunk.map((subscriber) => ({ body: runMessage({ source: ref.source, id: ref.id, subscriber }), contentType: "json" as const })));
-  }
+export function queueRuns(env: Env, ref: DeliveryRef, subscribers: readonly string[]): Promise<void> {
+  return sendRuns(
+    env.DELIVERIES,
+    subscribers.map((subscriber) => ({ source: ref.source, id: ref.id, subscriber })),
+  );
 }

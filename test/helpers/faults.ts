@@ -12,6 +12,7 @@
  * - an Error: thrown instead of the call (to shape it like one of D1's own).
  */
 import { runInDurableObject } from "cloudflare:test";
+import { runsOf } from "./recording-producer";
 
 export type Fault = "throw" | "commit-then-throw" | "hang";
 
@@ -145,8 +146,10 @@ export function faultyQueue(queue: Queue | null, plan: Plan = () => undefined): 
     send(body: unknown, options?: QueueSendOptions) {
       const call = { method: "send", sql: [], n: ++n };
       return control.apply(call, plan(call), async () => {
-        sent.push(body);
-        delays.push(options?.delaySeconds);
+        for (const run of runsOf(body)) {
+          sent.push(run);
+          delays.push(options?.delaySeconds);
+        }
         if (queue) await queue.send(body, options);
       }, "Queue");
     },
@@ -155,8 +158,10 @@ export function faultyQueue(queue: Queue | null, plan: Plan = () => undefined): 
       const call = { method: "sendBatch", sql: [], n: ++n };
       return control.apply(call, plan(call), async () => {
         for (const message of list) {
-          sent.push(message.body);
-          delays.push(message.delaySeconds ?? options?.delaySeconds);
+          for (const run of runsOf(message.body)) {
+            sent.push(run);
+            delays.push(message.delaySeconds ?? options?.delaySeconds);
+          }
         }
         if (queue) await queue.sendBatch(list, options);
       }, "Queue");

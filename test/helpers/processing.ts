@@ -6,9 +6,10 @@ import { withConfiguredForwarding } from "../../src/forwarding/resolver";
 import { consumeDeliveries } from "../../src/processing/consumer";
 import type { HandlerRegistry } from "../../src/handler-api";
 import { leaseFor, type DeliveryLease } from "../../src/processing/lease";
-import type { DeliveryRef, RunRef } from "../../src/processing/messages";
+import type { DeliveryRef, RunBundle, RunRef } from "../../src/processing/messages";
 import { sql } from "../../src/sql";
 import { exec, recordDelivery, rows } from "./store-db";
+import { runsOf } from "./recording-producer";
 
 let messageCounter = 0;
 
@@ -22,8 +23,8 @@ export async function storeDelivery(ref: DeliveryRef, event: unknown = {}, event
  * Runs one queue batch of `refs` through the consumer; returns the outcomes and the ack/retry result.
  * `options.attempts`: how often the queue has delivered these messages already (1: the first time).
  */
-export async function consume(refs: readonly RunRef[], handlers: HandlerRegistry, overrides: Partial<Env> = {}, options: { attempts?: number } = {}) {
-  const batch = createMessageBatch<RunRef>(
+export async function consume(refs: readonly (RunRef | RunBundle)[], handlers: HandlerRegistry, overrides: Partial<Env> = {}, options: { attempts?: number } = {}) {
+  const batch = createMessageBatch<RunRef | RunBundle>(
     "webhook-deliveries",
     refs.map((body) => ({ id: `message-${++messageCounter}`, timestamp: new Date(), attempts: options.attempts ?? 1, body })),
   );
@@ -49,12 +50,13 @@ export function recordingQueue(queue: Queue) {
   const sent: unknown[] = [];
   const producer = {
     async send(body: unknown, options?: QueueSendOptions) {
-      sent.push(body);
+      sent.push(...runsOf(body));
       return queue.send(body, options);
     },
     async sendBatch(messages: Iterable<MessageSendRequest>, options?: QueueSendBatchOptions) {
-      for (const message of messages) sent.push(message.body);
-      return queue.sendBatch(messages, options);
+      const list = [...messages];
+      for (const message of list) sent.push(...runsOf(message.body));
+      return queue.sendBatch(list, options);
     },
   };
   return { sent, producer: producer as unknown as Queue };
@@ -67,11 +69,11 @@ export function recordingQueue(queue: Queue) {
 export function capturingQueue() {
   let sent: RunRef[] = [];
   const producer = {
-    async send(body: RunRef) {
-      sent.push(body);
+    async send(body: unknown) {
+      sent.push(...(runsOf(body) as RunRef[]));
     },
-    async sendBatch(messages: Iterable<MessageSendRequest<RunRef>>) {
-      for (const message of messages) sent.push(message.body);
+    async sendBatch(messages: Iterable<MessageSendRequest>) {
+      for (const message of messages) sent.push(...(runsOf(message.body) as RunRef[]));
     },
   };
   return {

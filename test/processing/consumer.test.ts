@@ -27,7 +27,12 @@ describe("the consumer", () => {
     const row = await deliveryRow(ref.source, ref.id);
     expect(row).toMatchObject({ status: "done", attempts: 1, handled: 1, error: null });
     expect(await count(sql`SELECT COUNT(*) AS n FROM keyed_effects WHERE delivery_id = ${ref.id}`)).toBe(1);
-    // Settled: no storage, no alarm left behind.
+    // Settled: the lease's alarm is left to fire (a write saved); it finds the lease settled,
+    // requeues nothing and leaves nothing behind.
+    const queue = faultyQueue(null);
+    await rebindObject(leaseFor(env, ref), { DELIVERIES: queue.queue });
+    expect(await runDurableObjectAlarm(leaseFor(env, ref))).toBe(true);
+    expect(queue.sent).toEqual([]);
     expect(await runDurableObjectAlarm(leaseFor(env, ref))).toBe(false);
   });
 

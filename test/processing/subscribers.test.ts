@@ -169,7 +169,7 @@ describe("the fan-out survives its faults", () => {
     const ref = { source: "fan-faults", id: "queue-fails" };
     await storeDelivery(ref, { type: "a" }, "a");
     const handlers = defineHandlers({ "fan-faults": subscribers({ one: { on: { "*": () => undefined } }, two: { on: { "*": () => undefined } } }) });
-    const broken = faultyQueue(null, (call) => (call.method === "sendBatch" ? "throw" : undefined));
+    const broken = faultyQueue(null, (call) => (call.method === "send" || call.method === "sendBatch" ? "throw" : undefined));
     const failed = await consume([ref], handlers, { DELIVERIES: broken.queue } as Partial<Env>);
     expect(failed.outcomes[0]).toMatchObject({ action: "retry", reason: "infrastructure" });
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "processing", fanout: 2, attempts: 0 });

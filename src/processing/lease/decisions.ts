@@ -18,8 +18,13 @@
  * - Attempts are not counted here: D1 counts a run when it ends, or when a takeover finds it vanished
  *   (store/d1/lifecycle.ts `markTakeover`, told the vanished holder's token), so a claim whose
  *   processing met an infrastructure error (D1 or the object browning out) uses up nothing.
- * - A settled delivery leaves nothing behind: `settle` removes the alarm (and the stored key, if a
- *   rare path wrote one). A late duplicate message then meets the D1 row, which judges what is done.
+ * - A settled delivery leaves no key behind: `settle` removes the stored key, if a rare path wrote
+ *   one. On the hot path (the store records the run done or failed: `finished`) it writes nothing and
+ *   leaves the lease's alarm to fire: a storage write saved per delivery for an alarm's request. That
+ *   alarm finds the lease settled, or, on an instance evicted since, asks the store, which says the
+ *   run is finished (object.ts), and does nothing. A settle that is not `finished` (a fanned-out
+ *   delivery, whose row stays unfinished) removes the alarm. A late duplicate message then meets the
+ *   D1 row, which judges what is done.
  *
  * A fresh instance (after an eviction) reads the key and the alarm once (`loadLease`):
  * - a key: the lease as it says (held until the alarm, released, or abandoned);
@@ -129,19 +134,23 @@ export function decideRelease(state: LeaseState, naming: Naming, token: number, 
   };
 }
 
-/** The delivery is done or failed: forget it (alarm, and any stored key). False for a stale token. */
-export function decideSettle(state: LeaseState, token: number, nowMs: number): Decision<boolean> {
+/**
+ * The delivery is done or failed: forget it (any stored key; the alarm unless `finished`). False for
+ * a stale token. `finished`: the store records the run as done or failed, so the alarm may stay and
+ * find it so (see the top of this file).
+ */
+export function decideSettle(state: LeaseState, token: number, nowMs: number, finished = false): Decision<boolean> {
   const { lease } = state;
   // Nothing held: settled already (a late or repeated settle), or never claimed. Setting the
   // settled hint now could turn a replay's message away; there is nothing to forget anyway.
   if (!lease) return unchanged(state, true);
   if (lease.token !== null && lease.token !== token) return unchanged(state, false);
-  // One write on the hot path. deleteAll() removes the alarm too: compatibility_date ≥ 2026-02-24
-  // (wrangler.toml).
+  // No write on the hot path (the alarm stays), else one. deleteAll() removes the alarm too:
+  // compatibility_date ≥ 2026-02-24 (wrangler.toml).
   return {
     result: true,
     next: { ...state, lease: null, stored: null, settledAtMs: nowMs },
-    writes: state.stored ? { clear: true } : { alarmAtMs: null },
+    writes: state.stored ? { clear: true } : finished ? {} : { alarmAtMs: null },
   };
 }
 

@@ -8,7 +8,8 @@
  * decision reads state no other call changes meanwhile; and a decision's writes are issued
  * together, with no await between them, so the storage commits them as one batch.
  *
- * This object never writes D1: the consumer owns the delivery's state there.
+ * This object never writes D1: the consumer owns the delivery's state there. It reads it once, in
+ * an alarm of an evicted instance (`#finishedInStore`).
  */
 import { DurableObject } from "cloudflare:workers";
 import { checkConfig, ConfigError, loadConfig } from "../../config";
@@ -16,6 +17,10 @@ import { describeError } from "../../handler-api/errors";
 import type { RunRef } from "../messages";
 import { decideAlarm, decideClaim, decideRelease, decideRenew, decideReset, decideSettle, deliveryOf, loadLease, type Decision, type LeaseClaim, type LeaseState, type Naming, type Writes } from "./decisions";
 import { fromStorage, LEASE_KEY, refFromName, type LegacyLease, type StoredLease } from "./stored";
+import { openStore, type DeliveryStatus } from "../../store";
+
+/** A run in one of these states needs no worker: an alarm that finds it so does nothing. */
+const FINISHED: ReadonlySet<DeliveryStatus> = new Set(["done", "failed", "filtered"]);
 
 /**
  * An abandoned lease's delivery goes back on the queue after a random 0 to this many seconds: the
@@ -81,9 +86,12 @@ export class DeliveryLease extends DurableObject<Env> {
     });
   }
 
-  /** The delivery is done or failed: forget it (alarm, and any stored key). False for a stale token. */
-  settle(token: number): Promise<boolean> {
-    return this.#serially(async () => this.#apply(decideSettle(await this.#load(), token, Date.now())));
+  /**
+   * The delivery is done or failed: forget it (any stored key; the alarm too unless `finished`, when
+   * the store records the run done or failed and the alarm will find it so). False for a stale token.
+   */
+  settle(token: number, finished = false): Promise<boolean> {
+    return this.#serially(async () => this.#apply(decideSettle(await this.#load(), token, Date.now(), finished)));
   }
 
   /**
@@ -105,6 +113,12 @@ export class DeliveryLease extends DurableObject<Env> {
   async #alarm(): Promise<void> {
     const fresh = this.#state === undefined;
     const state = await this.#load();
+    // Evicted since, with no key: this alarm may be one a finished settle left (decisions.ts). The
+    // store says whether anything is left to do; if it cannot say, the lease is treated as ended.
+    if (fresh && state.stored === null && (await this.#finishedInStore())) {
+      this.#state = { ...state, lease: null };
+      return;
+    }
     const config = checkConfig(this.env);
     const leaseMs = config instanceof ConfigError ? null : config.leaseSeconds * 1000;
     const delaySeconds = Math.floor(Math.random() * (REQUEUE_JITTER_SECONDS + 1));
@@ -126,6 +140,22 @@ export class DeliveryLease extends DurableObject<Env> {
       case "requeue":
         await this.env.DELIVERIES.send(step.ref, { contentType: "json", delaySeconds: step.delaySeconds });
         return this.ctx.storage.setAlarm(step.alarmAtMs);
+    }
+  }
+
+  /**
+   * True when the store records the run as finished (done, failed or filtered): nobody needs to take
+   * it over. False when it has no row of it or cannot tell: then the alarm does what it always did.
+   */
+  async #finishedInStore(): Promise<boolean> {
+    const ref = deliveryOf(this.#state, this.#naming());
+    if (!ref) return false;
+    try {
+      const state = await openStore(this.env).replayState(ref);
+      return state !== null && FINISHED.has(state.status);
+    } catch (error) {
+      console.error(`lease of ${this.#describe()}: could not read the store; treating the lease as ended:`, describeError(error));
+      return false;
     }
   }
 

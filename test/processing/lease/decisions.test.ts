@@ -152,6 +152,24 @@ describe("settle", () => {
   });
 });
 
+describe("settle of a run the store records finished (done or failed)", () => {
+  const rows: [string, LeaseState, number, boolean, object][] = [
+    ["the hot path: no write, the alarm stays to find it settled", held, T, true, {}],
+    ["evicted, no key: no write either", orphanAhead, T, true, {}],
+    ["a key was stored: everything deleted at once, as any settle", released, T, true, { clear: true }],
+    ["a stale token: refused", held, T - 1, false, {}],
+  ];
+  it.each(rows)("%s", (_situation, state, token, result, writes) => {
+    const decision = decideSettle(state, token, NOW, true);
+    expect(decision.result).toBe(result);
+    expect(decision.writes).toEqual(writes);
+    if (!result) return expect(decision.next).toBe(state);
+    expect(decision.next).toEqual({ lease: null, stored: null, lastToken: state.lastToken, settledAtMs: NOW });
+    // The alarm it leaves finds nothing to watch on this instance.
+    expect(decideAlarm(decision.next, NAMED, false, NOW + LEASE_MS, LEASE_MS, 0).step).toEqual({ kind: "idle" });
+  });
+});
+
 describe("reset", () => {
   const rows: [string, LeaseState, Naming, StoredLease][] = [
     ["never claimed: a released key at the clock, the alarm deleted", fresh, NAMED, { token: NOW, state: "released" }],

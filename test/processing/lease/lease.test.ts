@@ -4,7 +4,10 @@ import { describe, expect, it, vi } from "vitest";
 import type { DeliveryLease } from "../../../src/processing/lease";
 import type { DeliveryRef } from "../../../src/processing/messages";
 import { faultyQueue, rebindObject } from "../../helpers/faults";
-import { expireLease, leaseFor } from "../../helpers/processing";
+import { capturingQueue, consume, expireLease, leaseFor, storeDelivery } from "../../helpers/processing";
+import { unreachableStore } from "../../helpers/store-faults";
+import { fireAlarm } from "../../helpers/alarms";
+import { defineHandlers, subscribers } from "../../../src/handler-api";
 
 /** The storage calls that write (each a billed row, or more for deleteAll), as the object makes them. */
 const WRITES = ["put", "setAlarm", "deleteAlarm", "delete", "deleteAll"] as const;
@@ -427,6 +430,64 @@ describe("DeliveryLease after an eviction (its memory lost, its storage and alar
     expect(await lease.renew(token - 1)).toBe(false);
     expect(await lease.renew(token)).toBe(true);
     expect(await lease.settle(token)).toBe(true);
+    expect(await stored(lease)).toEqual({ keys: [], alarm: null });
+  });
+});
+
+describe("a settle of a run the store records finished keeps the alarm instead of deleting it", () => {
+  const quiet = defineHandlers({ finished: { "*": () => undefined } });
+
+  it("writes one row per delivery on the hot path: the claim's alarm; it fires, finds the lease settled, and does nothing", async () => {
+    const ref = { source: "finished", id: "hot-path" };
+    await storeDelivery(ref);
+    const lease = leaseFor(env, ref);
+    const writes = await countWrites(lease);
+    const queue = faultyQueue(null);
+    await rebindObject(lease, { DELIVERIES: queue.queue });
+    expect((await consume([ref], quiet)).outcomes[0]!.reason).toBe("done");
+    expect(writes).toEqual({ put: 0, setAlarm: 1, deleteAlarm: 0, delete: 0, deleteAll: 0 });
+    expect((await stored(lease)).alarm).not.toBeNull();
+    expect(await fireAlarm(lease)).toBe(true);
+    expect(writes).toEqual({ put: 0, setAlarm: 1, deleteAlarm: 0, delete: 0, deleteAll: 0 });
+    expect(await stored(lease)).toEqual({ keys: [], alarm: null });
+    expect(queue.sent).toEqual([]);
+  });
+
+  it("evicted before its alarm: the fresh instance asks the store, finds the delivery done, writes nothing and requeues nothing", async () => {
+    const ref = { source: "finished", id: "evicted" };
+    await storeDelivery(ref);
+    expect((await consume([ref], quiet)).outcomes[0]!.reason).toBe("done");
+    const lease = await evict(ref);
+    const writes = await countWrites(lease);
+    const queue = faultyQueue(null);
+    await rebindObject(lease, { DELIVERIES: queue.queue });
+    expect(await fireAlarm(lease)).toBe(true);
+    expect(queue.sent).toEqual([]);
+    expect(writes).toEqual({ put: 0, setAlarm: 0, deleteAlarm: 0, delete: 0, deleteAll: 0 });
+    expect(await stored(lease)).toEqual({ keys: [], alarm: null });
+    // A replay's claim after it is granted at once, no takeover.
+    expect(await lease.claim(ref)).toMatchObject({ kind: "granted", takeover: false });
+  });
+
+  it("evicted, and the store cannot answer: the alarm does what it always did, the delivery goes back on the queue", async () => {
+    const ref = { source: "finished", id: "store-down" };
+    await storeDelivery(ref);
+    expect((await consume([ref], quiet)).outcomes[0]!.reason).toBe("done");
+    const lease = await evict(ref);
+    const queue = faultyQueue(null);
+    await rebindObject(lease, { DELIVERIES: queue.queue, ...unreachableStore().bindings });
+    expect(await fireAlarm(lease)).toBe(true);
+    expect(queue.sent).toEqual([ref]);
+  });
+
+  it("a run whose row is not finished (a fanned-out delivery) still has its alarm deleted by the settle", async () => {
+    const ref = { source: "finished-fan", id: "fanned" };
+    await storeDelivery(ref);
+    const fan = defineHandlers({ "finished-fan": subscribers({ one: { on: { "*": () => undefined } }, two: { on: { "*": () => undefined } } }) });
+    const lease = leaseFor(env, ref);
+    const writes = await countWrites(lease);
+    expect((await consume([ref], fan, { DELIVERIES: capturingQueue().producer })).outcomes[0]!.reason).toBe("fanned");
+    expect(writes).toMatchObject({ setAlarm: 1, deleteAlarm: 1 });
     expect(await stored(lease)).toEqual({ keys: [], alarm: null });
   });
 });
