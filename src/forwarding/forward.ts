@@ -110,9 +110,13 @@ export async function forwardDelivery(env: Env, destination: ForwardDestination,
     // When a failure is retried: the consumer's backoff after this attempt, or the destination's Retry-After.
     const backoffSeconds = destination.retryBaseSeconds * 2 ** Math.min(20, Math.max(0, delivery.attempt - 1));
     const retryInSeconds = Math.max(backoffSeconds, result?.kind === "retry" ? (result.retryAfterSeconds ?? 0) : 0);
-    await limiter.settle(slotId, destination.url, outcome, destination.breaker, keepSlot, { waiter, receivedAtMs: receivedAt, retryInSeconds }).catch((error: unknown) => {
+    const settled = limiter.settle(slotId, destination.url, outcome, destination.breaker, keepSlot, { waiter, receivedAtMs: receivedAt, retryInSeconds }).catch((error: unknown) => {
       console.error("forwarding: could not tell the limiter how a request ended; its slot expires by itself:", describeError(error));
     });
+    // A 2xx is the delivery's result whatever the limiter does: not waited for, so that a limiter
+    // that hangs cannot hold the handler past its deadline, which would send the delivery again.
+    // (Cut off with the invocation, the slot expires by itself.)
+    if (result?.kind !== "delivered") await settled;
   }
   if (result.kind === "retry") throw new RetryAfterError(result.reason, result.retryAfterSeconds);
   if (result.kind === "rejected") throw new PermanentError(result.reason);

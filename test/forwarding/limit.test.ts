@@ -66,4 +66,35 @@ describe("the concurrency limit", () => {
     expect(await limiterFor(env, url).inFlight()).toBe(1);
     expect((await backendCalls("/aborted")).calls).toHaveLength(1);
   });
+
+  it("a 2xx stands when the limiter hangs on being told: the delivery is done, forwarded once, not retried at the handler's deadline", async () => {
+    const url = await planBackend("/settle-hangs", { status: 200 });
+    const ref = { source: "standard", id: "settle-hangs" };
+    await storeDelivery(ref, { type: "invoice.paid" }, "invoice.paid");
+    // The limiter grants the slot, then never answers the settle.
+    const hanging = new Proxy(env.FORWARD_LIMITER, {
+      get(target, key) {
+        if (key !== "get") {
+          const value = Reflect.get(target, key, target);
+          return typeof value === "function" ? value.bind(target) : value;
+        }
+        return (id: DurableObjectId) => {
+          const stub = target.get(id);
+          return new Proxy(stub, {
+            get(stubTarget, method) {
+              if (method === "settle") return () => new Promise(() => {});
+              if (typeof method !== "string" || !["acquire", "inFlight"].includes(method)) return Reflect.get(stubTarget, method);
+              // An RPC stub's methods are called on the stub itself.
+              return (...args: unknown[]) => (stubTarget as unknown as Record<string, (...a: unknown[]) => unknown>)[method]!(...args);
+            },
+          });
+        };
+      },
+    });
+    const vars = forwardingTo("standard", url, { STANDARD_FORWARD_TIMEOUT_SECONDS: "1", HANDLER_TIMEOUT_SECONDS: "2", FORWARD_LIMITER: hanging } as Record<string, unknown> as Record<string, string>);
+    const { outcomes } = await consume([ref], NO_HANDLERS, vars);
+    expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done"]);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 });
+    expect((await backendCalls("/settle-hangs")).calls).toHaveLength(1);
+  });
 });
