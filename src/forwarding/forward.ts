@@ -59,6 +59,9 @@ export function forwardedDelivery(ctx: HandlerContext): ForwardedDelivery & { re
   };
 }
 
+/** How long a failed request's outcome waits for the limiter to take it (see `forwardDelivery`). */
+export const SETTLE_WAIT_MS = 5_000;
+
 /**
  * Sends `delivery` to `destination` once. Returns when the backend took it (2xx); throws what
  * the outcome means otherwise (see the top of this file). `signal` is the handler's deadline: when
@@ -115,8 +118,9 @@ export async function forwardDelivery(env: Env, destination: ForwardDestination,
     });
     // A 2xx is the delivery's result whatever the limiter does: not waited for, so that a limiter
     // that hangs cannot hold the handler past its deadline, which would send the delivery again.
-    // (Cut off with the invocation, the slot expires by itself.)
-    if (result?.kind !== "delivered") await settled;
+    // Any other outcome waits SETTLE_WAIT_MS at most, so that a 4xx stays a 4xx. (A settle cut off
+    // with the invocation is lost; the slot, and a probe's turn, expire by themselves.)
+    if (result?.kind !== "delivered") await atMost(settled, SETTLE_WAIT_MS);
   }
   if (result.kind === "retry") throw new RetryAfterError(result.reason, result.retryAfterSeconds);
   if (result.kind === "rejected") throw new PermanentError(result.reason);
@@ -206,4 +210,14 @@ export function forward(options: ForwardOptions): Handler {
     }
     await forwardDelivery(ctx.env, destination, forwardedDelivery(ctx), ctx.signal);
   };
+}
+
+/** Waits for `promise`, or `ms`, whichever comes first. */
+async function atMost(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

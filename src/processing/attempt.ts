@@ -131,7 +131,7 @@ export async function handleFailure(
     const reason = error instanceof PermanentError ? message : `${message} (gave up after ${attempt} attempts)`;
     const failed = await failDelivery(env, store, ref, token, reason, run);
     if (failed === "lease_lost") return { action: "ack", reason: "lease_lost" };
-    if (failed === "failed") await lease.settle(token, true);
+    if (failed === "failed") await lease.settle(token);
     return { action: "ack", reason: "failed" };
   }
   const delaySeconds = retryDelaySeconds(error, schedule.retryBaseSeconds * 2 ** (attempt - 1));

@@ -26,7 +26,7 @@ export interface BundleRun {
 
 /**
  * Acks `message` once the runs that are to be retried are back on the queue as messages of their
- * own; if they cannot be sent, retries the bundle after the shortest of their delays. Never throws.
+ * own; if they cannot be sent, retries the bundle after the longest of their delays. Never throws.
  */
 export async function settleBundle(message: Message<unknown>, runs: readonly BundleRun[], queue: Queue): Promise<void> {
   const again = runs.flatMap(({ ref, outcome }) => (outcome.action === "retry" ? [{ ref, delaySeconds: outcome.delaySeconds }] : []));
@@ -35,7 +35,8 @@ export async function settleBundle(message: Message<unknown>, runs: readonly Bun
     await queue.sendBatch(again.map(({ ref, delaySeconds }) => ({ body: runMessage(ref), contentType: "json" as const, delaySeconds })));
     message.ack();
   } catch (error) {
-    const delaySeconds = Math.min(...again.map((run) => run.delaySeconds));
+    // The longest of their delays: no run comes back before its own backoff (the bundle is split then).
+    const delaySeconds = Math.max(...again.map((run) => run.delaySeconds));
     console.error(`consumer: could not split ${again.length} runs out of a bundle; the bundle is retried in ${delaySeconds} s:`, describeError(error));
     message.retry({ delaySeconds });
   }

@@ -45,7 +45,7 @@ export async function commitFailed(
       throw error;
     }
     if (failed === "lease_lost") return { action: "ack", reason: "lease_lost" };
-    if (failed === "failed") await settleQuietly(ref, lease, token, true);
+    if (failed === "failed") await settleQuietly(ref, lease, token, false);
     return { action: "ack", reason: "failed" };
   }
   let recorded;
@@ -66,8 +66,9 @@ function sameText(stored: string, text: string): boolean {
 /**
  * Forgets the lease of a settled delivery. A failure is only logged: the stored row already says
  * how it ended, and the lease's alarm requeues the delivery, whose next claim finds it settled.
- * `finished`: the store records the run done or failed, and the lease's alarm may stay to find it
- * so (a write saved: lease/decisions.ts); false for a fanned-out delivery, whose row stays open.
+ * `finished`: the store records the run done, and the lease's alarm may stay to find it so (a write
+ * saved: lease/decisions.ts); false otherwise (failed, whose unsent dead letter the alarm may still
+ * have to bring back; a fanned-out delivery, whose row stays open).
  */
 export async function settleQuietly(ref: RunRef, lease: DurableObjectStub<DeliveryLease>, token: number, finished: boolean): Promise<void> {
   try {

@@ -196,7 +196,7 @@ async function processClaimed(
   }
   if (claimed.kind === "gave_up") {
     // Unsent, the lease stays unsettled: its alarm brings the delivery back to send it again.
-    if (await sendDeadLetter(env, ref, claimed.error)) await settleQuietly(ref, lease, token, true);
+    if (await sendDeadLetter(env, ref, claimed.error)) await settleQuietly(ref, lease, token, false);
     return { action: "ack", reason: "exhausted" };
   }
 

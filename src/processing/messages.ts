@@ -38,11 +38,13 @@ export interface RunBundle {
 }
 
 /**
- * At most this many runs share a message. Enough that a burst pays a few percent of the queue
- * operations; few enough that a consumer batch (50 messages) stays work for one invocation, and
- * that a message of the longest ids (255 characters) stays within one 64 KB operation.
+ * At most this many runs share a message: a burst then pays a tenth of the queue operations, and
+ * a consumer batch (50 messages, wrangler.toml) holds at most 500 runs, within what one invocation
+ * does in its 14 minutes, its subrequests and its CPU (a crash loses no more than that much work
+ * in progress, which the split on redelivery then isolates). A message of the longest ids
+ * (255 characters) stays within one 64 KB operation.
  */
-export const MAX_RUNS_PER_MESSAGE = 25;
+export const MAX_RUNS_PER_MESSAGE = 10;
 
 /** True for a bundle's body (its runs are validated one by one: `isDeliveryRef`). */
 export function isRunBundle(value: unknown): value is { readonly runs: readonly unknown[] } {

@@ -1,8 +1,9 @@
 /**
  * Which subscriber a run is for, and a delivery's fan-out (issue 26). A delivery that one subscriber
  * takes runs in its own row, as before: no row or queue message more. One that several take is
- * fanned out once: each gets a run of its own (store/d1/subscriber-runs.ts), its own queue message
- * and lease, and its own progress; the delivery's row then summarises them.
+ * fanned out once: each gets a run of its own (store/d1/subscriber-runs.ts), its own lease and its
+ * own progress (the runs share queue messages, each still acked or retried on its own: bundles.ts);
+ * the delivery's row then summarises them.
  */
 import type { DeliveryView, Handler, RetrySchedule, Subscriber } from "../handler-api";
 import type { DeliveryToRun } from "../store";

@@ -71,30 +71,45 @@ describe("the concurrency limit", () => {
     const url = await planBackend("/settle-hangs", { status: 200 });
     const ref = { source: "standard", id: "settle-hangs" };
     await storeDelivery(ref, { type: "invoice.paid" }, "invoice.paid");
-    // The limiter grants the slot, then never answers the settle.
-    const hanging = new Proxy(env.FORWARD_LIMITER, {
-      get(target, key) {
-        if (key !== "get") {
-          const value = Reflect.get(target, key, target);
-          return typeof value === "function" ? value.bind(target) : value;
-        }
-        return (id: DurableObjectId) => {
-          const stub = target.get(id);
-          return new Proxy(stub, {
-            get(stubTarget, method) {
-              if (method === "settle") return () => new Promise(() => {});
-              if (typeof method !== "string" || !["acquire", "inFlight"].includes(method)) return Reflect.get(stubTarget, method);
-              // An RPC stub's methods are called on the stub itself.
-              return (...args: unknown[]) => (stubTarget as unknown as Record<string, (...a: unknown[]) => unknown>)[method]!(...args);
-            },
-          });
-        };
-      },
-    });
-    const vars = forwardingTo("standard", url, { STANDARD_FORWARD_TIMEOUT_SECONDS: "1", HANDLER_TIMEOUT_SECONDS: "2", FORWARD_LIMITER: hanging } as Record<string, unknown> as Record<string, string>);
+    const vars = forwardingTo("standard", url, { STANDARD_FORWARD_TIMEOUT_SECONDS: "1", HANDLER_TIMEOUT_SECONDS: "2", FORWARD_LIMITER: hangingSettle() } as Record<string, unknown> as Record<string, string>);
     const { outcomes } = await consume([ref], NO_HANDLERS, vars);
     expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done"]);
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 });
     expect((await backendCalls("/settle-hangs")).calls).toHaveLength(1);
   });
+
+  it("a 4xx stays a 4xx when the limiter hangs on being told: failed after a short wait, not retried at the handler's deadline", { timeout: 30_000 }, async () => {
+    const url = await planBackend("/settle-hangs-400", { status: 400 });
+    const ref = { source: "standard", id: "settle-hangs-400" };
+    await storeDelivery(ref, { type: "invoice.paid" }, "invoice.paid");
+    // The handler's deadline is 10 s; the wait for the limiter is SETTLE_WAIT_MS (5 s).
+    const vars = forwardingTo("standard", url, { STANDARD_FORWARD_TIMEOUT_SECONDS: "1", HANDLER_TIMEOUT_SECONDS: "10", FORWARD_LIMITER: hangingSettle() } as Record<string, unknown> as Record<string, string>);
+    const { outcomes } = await consume([ref], NO_HANDLERS, vars);
+    expect(outcomes.map((outcome) => outcome.reason)).toEqual(["failed"]);
+    expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "failed", attempts: 1 });
+    expect((await backendCalls("/settle-hangs-400")).calls).toHaveLength(1);
+  });
 });
+
+/** A FORWARD_LIMITER whose objects grant slots as the real ones do, then never answer a settle. */
+function hangingSettle(): DurableObjectNamespace {
+  return new Proxy(env.FORWARD_LIMITER, {
+    get(target, key) {
+      if (key !== "get") {
+        const value = Reflect.get(target, key, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      }
+      return (id: DurableObjectId) => {
+        const stub = target.get(id);
+        return new Proxy(stub, {
+          get(stubTarget, method) {
+            if (method === "settle") return () => new Promise(() => {});
+            if (typeof method !== "string" || !["acquire", "inFlight"].includes(method)) return Reflect.get(stubTarget, method);
+            // An RPC stub's methods are called on the stub itself.
+            return (...args: unknown[]) => (stubTarget as unknown as Record<string, (...a: unknown[]) => unknown>)[method]!(...args);
+          },
+        });
+      };
+    },
+  });
+}

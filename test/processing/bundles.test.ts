@@ -27,10 +27,10 @@ describe("packing runs into messages", () => {
     expect("runs" in bodies[2]! && bodies[2].runs[3]).toEqual({ source: "bundled", id: "sub", subscriber: "crm" });
   });
 
-  it("sends 60 runs as 3 messages in one call, and the longest ids still fit the queue's limits", async () => {
+  it("sends 60 runs as 6 messages in one call, and the longest ids still fit the queue's limits", async () => {
     const producer = recordingProducer();
     await sendRuns(producer.queue, refs("sixty", 60));
-    expect(producer.messages).toHaveLength(3);
+    expect(producer.messages).toHaveLength(60 / MAX_RUNS_PER_MESSAGE);
     expect(producer.sent).toHaveLength(60);
     const long = Array.from({ length: MAX_RUNS_PER_MESSAGE }, (_, index) => ({ source: "s".repeat(64), id: `${index}`.padEnd(255, "x") }));
     const [body] = packRuns(long);

@@ -19,18 +19,21 @@
  *   (store/d1/lifecycle.ts `markTakeover`, told the vanished holder's token), so a claim whose
  *   processing met an infrastructure error (D1 or the object browning out) uses up nothing.
  * - A settled delivery leaves no key behind: `settle` removes the stored key, if a rare path wrote
- *   one. On the hot path (the store records the run done or failed: `finished`) it writes nothing and
- *   leaves the lease's alarm to fire: a storage write saved per delivery for an alarm's request. That
- *   alarm finds the lease settled, or, on an instance evicted since, asks the store, which says the
- *   run is finished (object.ts), and does nothing. A settle that is not `finished` (a fanned-out
- *   delivery, whose row stays unfinished) removes the alarm. A late duplicate message then meets the
- *   D1 row, which judges what is done.
+ *   one. On the hot path (the store records the run done: `finished`) it writes nothing and leaves
+ *   the lease's alarm to fire: a storage write saved per delivery for an alarm's request. That alarm
+ *   finds the lease settled, or, on an instance evicted since, asks the store, which says the run is
+ *   done (object.ts), and does nothing. Any other settle (failed; a fanned-out delivery, whose row
+ *   stays unfinished) removes the alarm. A late duplicate message then meets the D1 row, which
+ *   judges what is done.
  *
  * A fresh instance (after an eviction) reads the key and the alarm once (`loadLease`):
  * - a key: the lease as it says (held until the alarm, released, or abandoned);
- * - no key, no alarm: never claimed, or settled: the claim is granted, no takeover;
- * - no key, an alarm: a lease of the hot path whose token went with the evicted instance. While its
- *   alarm is ahead, somebody may be at work: a claim is busy, and the holder's `renew`, `release` or
+ * - no key, no alarm: never claimed, or settled (its alarm deleted, or fired): the claim is granted,
+ *   no takeover;
+ * - no key, an alarm: a lease of the hot path whose token went with the evicted instance, or the
+ *   alarm a `finished` settle left (the two cannot be told apart without the store). While its
+ *   alarm is ahead, somebody may be at work: a claim is busy (a duplicate of a done delivery is
+ *   acked; a replay whose lease reset failed waits for the alarm, which asks the store), and the holder's `renew`, `release` or
  *   `settle` is taken as coming from that holder (it adopts the lease). That is safe because the hot
  *   path never leaves two workers with live tokens: a second token is only ever issued by a takeover,
  *   after a release or after a reset, and each of those stores it, so a key (not this case) then tells
@@ -136,8 +139,8 @@ export function decideRelease(state: LeaseState, naming: Naming, token: number, 
 
 /**
  * The delivery is done or failed: forget it (any stored key; the alarm unless `finished`). False for
- * a stale token. `finished`: the store records the run as done or failed, so the alarm may stay and
- * find it so (see the top of this file).
+ * a stale token. `finished`: the store records the run as done, so the alarm may stay and find it
+ * so (see the top of this file).
  */
 export function decideSettle(state: LeaseState, token: number, nowMs: number, finished = false): Decision<boolean> {
   const { lease } = state;

@@ -19,8 +19,12 @@ import { decideAlarm, decideClaim, decideRelease, decideRenew, decideReset, deci
 import { fromStorage, LEASE_KEY, refFromName, type LegacyLease, type StoredLease } from "./stored";
 import { openStore, type DeliveryStatus } from "../../store";
 
-/** A run in one of these states needs no worker: an alarm that finds it so does nothing. */
-const FINISHED: ReadonlySet<DeliveryStatus> = new Set(["done", "failed", "filtered"]);
+/**
+ * A run in one of these states needs no worker: an alarm that finds it so does nothing. Not
+ * `failed`: a failed run's lease is left unsettled on purpose while its dead letter is unsent
+ * (attempt.ts), and its alarm must bring it back to send it.
+ */
+const FINISHED: ReadonlySet<DeliveryStatus> = new Set(["done", "filtered"]);
 
 /**
  * An abandoned lease's delivery goes back on the queue after a random 0 to this many seconds: the
@@ -88,7 +92,7 @@ export class DeliveryLease extends DurableObject<Env> {
 
   /**
    * The delivery is done or failed: forget it (any stored key; the alarm too unless `finished`, when
-   * the store records the run done or failed and the alarm will find it so). False for a stale token.
+   * the store records the run done and the alarm will find it so). False for a stale token.
    */
   settle(token: number, finished = false): Promise<boolean> {
     return this.#serially(async () => this.#apply(decideSettle(await this.#load(), token, Date.now(), finished)));
@@ -144,7 +148,7 @@ export class DeliveryLease extends DurableObject<Env> {
   }
 
   /**
-   * True when the store records the run as finished (done, failed or filtered): nobody needs to take
+   * True when the store records the run as finished (done or filtered): nobody needs to take
    * it over. False when it has no row of it or cannot tell: then the alarm does what it always did.
    */
   async #finishedInStore(): Promise<boolean> {

@@ -7,7 +7,7 @@ import { faultyQueue, rebindObject } from "../../helpers/faults";
 import { capturingQueue, consume, expireLease, leaseFor, storeDelivery } from "../../helpers/processing";
 import { unreachableStore } from "../../helpers/store-faults";
 import { fireAlarm } from "../../helpers/alarms";
-import { defineHandlers, subscribers } from "../../../src/handler-api";
+import { defineHandlers, PermanentError, subscribers } from "../../../src/handler-api";
 
 /** The storage calls that write (each a billed row, or more for deleteAll), as the object makes them. */
 const WRITES = ["put", "setAlarm", "deleteAlarm", "delete", "deleteAll"] as const;
@@ -478,6 +478,30 @@ describe("a settle of a run the store records finished keeps the alarm instead o
     await rebindObject(lease, { DELIVERIES: queue.queue, ...unreachableStore().bindings });
     expect(await fireAlarm(lease)).toBe(true);
     expect(queue.sent).toEqual([ref]);
+  });
+
+  it("a failed delivery whose dead letter could not be sent: evicted, its alarm still brings it back to send it", async () => {
+    const ref = { source: "finished", id: "failed-unsent" };
+    await storeDelivery(ref);
+    const refuses = defineHandlers({ finished: { "*": () => { throw new PermanentError("refused"); } } });
+    const deadLetters = faultyQueue(null, () => "throw");
+    expect((await consume([ref], refuses, { DEAD_LETTERS: deadLetters.queue })).outcomes[0]!.reason).toBe("failed");
+    const lease = await evict(ref);
+    const queue = faultyQueue(null);
+    await rebindObject(lease, { DELIVERIES: queue.queue });
+    expect(await fireAlarm(lease)).toBe(true);
+    expect(queue.sent).toEqual([ref]);
+  });
+
+  it("a failed delivery's settle deletes the alarm (its dead letter was sent): nothing is left to fire", async () => {
+    const ref = { source: "finished", id: "failed-sent" };
+    await storeDelivery(ref);
+    const refuses = defineHandlers({ finished: { "*": () => { throw new PermanentError("refused"); } } });
+    const lease = leaseFor(env, ref);
+    const writes = await countWrites(lease);
+    expect((await consume([ref], refuses, { DEAD_LETTERS: faultyQueue(null).queue })).outcomes[0]!.reason).toBe("failed");
+    expect(writes).toMatchObject({ setAlarm: 1, deleteAlarm: 1 });
+    expect(await stored(lease)).toEqual({ keys: [], alarm: null });
   });
 
   it("a run whose row is not finished (a fanned-out delivery) still has its alarm deleted by the settle", async () => {
