@@ -28,18 +28,10 @@ export interface BundleRun {
  * Acks `message` once the runs that are to be retried are back on the queue as messages of their
  * own; if they cannot be sent, retries the bundle after the longest of their delays. Never throws.
  */
-export async function settleBundle(message: Message<unknown>, runs: readonly BundleRun[], queue: Queue): Promise<void> {
+export function settleBundle(message: Message<unknown>, runs: readonly BundleRun[], queue: Queue): Promise<void> {
   const again = runs.flatMap(({ ref, outcome }) => (outcome.action === "retry" ? [{ ref, delaySeconds: outcome.delaySeconds }] : []));
-  if (again.length === 0) return message.ack();
-  try {
-    await queue.sendBatch(again.map(({ ref, delaySeconds }) => ({ body: runMessage(ref), contentType: "json" as const, delaySeconds })));
-    message.ack();
-  } catch (error) {
-    // The longest of their delays: no run comes back before its own backoff (the bundle is split then).
-    const delaySeconds = Math.max(...again.map((run) => run.delaySeconds));
-    console.error(`consumer: could not split ${again.length} runs out of a bundle; the bundle is retried in ${delaySeconds} s:`, describeError(error));
-    message.retry({ delaySeconds });
-  }
+  // The longest of their delays: no run comes back before its own backoff (the bundle is split then).
+  return sendAlone(message, again, queue, Math.max(0, ...again.map((run) => run.delaySeconds)), "split runs out of a bundle");
 }
 
 /** Retry delay of a bundle whose split could not be sent (the queue itself erring). */
@@ -49,14 +41,22 @@ export const SPLIT_RETRY_SECONDS = 10;
  * Puts each run of a bundle delivered again back on the queue as its own message, unprocessed,
  * and acks the bundle; if that send fails, the bundle is retried. Never throws.
  */
-export async function splitBundle(message: Message<unknown>, refs: readonly RunRef[], queue: Queue): Promise<void> {
-  if (refs.length === 0) return message.ack();
+export function splitBundle(message: Message<unknown>, refs: readonly RunRef[], queue: Queue): Promise<void> {
+  return sendAlone(message, refs.map((ref) => ({ ref })), queue, SPLIT_RETRY_SECONDS, "split a bundle delivered again");
+}
+
+/**
+ * Sends each of `runs` as a message of its own (with its delay, if any) and acks the bundle; if the
+ * send fails, retries the bundle after `retrySeconds`. Never throws.
+ */
+async function sendAlone(message: Message<unknown>, runs: readonly { ref: RunRef; delaySeconds?: number }[], queue: Queue, retrySeconds: number, what: string): Promise<void> {
+  if (runs.length === 0) return message.ack();
   try {
-    await queue.sendBatch(refs.map((ref) => ({ body: runMessage(ref), contentType: "json" as const })));
+    await queue.sendBatch(runs.map(({ ref, delaySeconds }) => ({ body: runMessage(ref), contentType: "json" as const, delaySeconds })));
     message.ack();
   } catch (error) {
-    console.error(`consumer: could not split a bundle delivered again (${refs.length} runs); retried in ${SPLIT_RETRY_SECONDS} s:`, describeError(error));
-    message.retry({ delaySeconds: SPLIT_RETRY_SECONDS });
+    console.error(`consumer: could not ${what} (${runs.length} runs); the bundle is retried in ${retrySeconds} s:`, describeError(error));
+    message.retry({ delaySeconds: retrySeconds });
   }
 }
 

@@ -68,31 +68,36 @@ describe("the concurrency limit", () => {
   });
 
   it("a 2xx stands when the limiter hangs on being told: the delivery is done, forwarded once, not retried at the handler's deadline", async () => {
-    const url = await planBackend("/settle-hangs", { status: 200 });
-    const ref = { source: "standard", id: "settle-hangs" };
-    await storeDelivery(ref, { type: "invoice.paid" }, "invoice.paid");
-    const vars = forwardingTo("standard", url, { STANDARD_FORWARD_TIMEOUT_SECONDS: "1", HANDLER_TIMEOUT_SECONDS: "2", FORWARD_LIMITER: hangingSettle() } as Record<string, unknown> as Record<string, string>);
-    const { outcomes } = await consume([ref], NO_HANDLERS, vars);
+    const { ref, outcomes } = await forwardWhileSettleHangs("settle-hangs", 200, 2);
     expect(outcomes.map((outcome) => outcome.reason)).toEqual(["done"]);
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "done", attempts: 1 });
     expect((await backendCalls("/settle-hangs")).calls).toHaveLength(1);
   });
 
   it("a 4xx stays a 4xx when the limiter hangs on being told: failed after a short wait, not retried at the handler's deadline", { timeout: 30_000 }, async () => {
-    const url = await planBackend("/settle-hangs-400", { status: 400 });
-    const ref = { source: "standard", id: "settle-hangs-400" };
-    await storeDelivery(ref, { type: "invoice.paid" }, "invoice.paid");
     // The handler's deadline is 10 s; the wait for the limiter is SETTLE_WAIT_MS (5 s).
-    const vars = forwardingTo("standard", url, { STANDARD_FORWARD_TIMEOUT_SECONDS: "1", HANDLER_TIMEOUT_SECONDS: "10", FORWARD_LIMITER: hangingSettle() } as Record<string, unknown> as Record<string, string>);
-    const { outcomes } = await consume([ref], NO_HANDLERS, vars);
+    const { ref, outcomes } = await forwardWhileSettleHangs("settle-hangs-400", 400, 10);
     expect(outcomes.map((outcome) => outcome.reason)).toEqual(["failed"]);
     expect(await deliveryRow(ref.source, ref.id)).toMatchObject({ status: "failed", attempts: 1 });
     expect((await backendCalls("/settle-hangs-400")).calls).toHaveLength(1);
   });
 });
 
+/**
+ * Stores delivery `id` and runs it through the consumer, forwarded to a backend answering `status`,
+ * with a limiter that never answers a settle and a handler deadline of `handlerSeconds`.
+ */
+async function forwardWhileSettleHangs(id: string, status: number, handlerSeconds: number) {
+  const url = await planBackend(`/${id}`, { status });
+  const ref = { source: "standard", id };
+  await storeDelivery(ref, { type: "invoice.paid" }, "invoice.paid");
+  const vars = { ...forwardingTo("standard", url, { STANDARD_FORWARD_TIMEOUT_SECONDS: "1", HANDLER_TIMEOUT_SECONDS: String(handlerSeconds) }), FORWARD_LIMITER: hangingSettle() };
+  const { outcomes } = await consume([ref], NO_HANDLERS, vars);
+  return { ref, outcomes };
+}
+
 /** A FORWARD_LIMITER whose objects grant slots as the real ones do, then never answer a settle. */
-function hangingSettle(): DurableObjectNamespace {
+function hangingSettle(): Env["FORWARD_LIMITER"] {
   return new Proxy(env.FORWARD_LIMITER, {
     get(target, key) {
       if (key !== "get") {

@@ -436,6 +436,13 @@ describe("DeliveryLease after an eviction (its memory lost, its storage and alar
 
 describe("a settle of a run the store records finished keeps the alarm instead of deleting it", () => {
   const quiet = defineHandlers({ finished: { "*": () => undefined } });
+  const refuses = defineHandlers({
+    finished: {
+      "*": () => {
+        throw new PermanentError("refused");
+      },
+    },
+  });
 
   it("writes one row per delivery on the hot path: the claim's alarm; it fires, finds the lease settled, and does nothing", async () => {
     const ref = { source: "finished", id: "hot-path" };
@@ -483,7 +490,6 @@ describe("a settle of a run the store records finished keeps the alarm instead o
   it("a failed delivery whose dead letter could not be sent: evicted, its alarm still brings it back to send it", async () => {
     const ref = { source: "finished", id: "failed-unsent" };
     await storeDelivery(ref);
-    const refuses = defineHandlers({ finished: { "*": () => { throw new PermanentError("refused"); } } });
     const deadLetters = faultyQueue(null, () => "throw");
     expect((await consume([ref], refuses, { DEAD_LETTERS: deadLetters.queue })).outcomes[0]!.reason).toBe("failed");
     const lease = await evict(ref);
@@ -496,7 +502,6 @@ describe("a settle of a run the store records finished keeps the alarm instead o
   it("a failed delivery's settle deletes the alarm (its dead letter was sent): nothing is left to fire", async () => {
     const ref = { source: "finished", id: "failed-sent" };
     await storeDelivery(ref);
-    const refuses = defineHandlers({ finished: { "*": () => { throw new PermanentError("refused"); } } });
     const lease = leaseFor(env, ref);
     const writes = await countWrites(lease);
     expect((await consume([ref], refuses, { DEAD_LETTERS: faultyQueue(null).queue })).outcomes[0]!.reason).toBe("failed");
