@@ -4,9 +4,9 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { loadConfig } from "../../src/config";
 import worker from "../../src/index";
 import { BODY_PRUNING_MIN_AGE_MS, CONFIG_RETRY_MS, CRON_ALIVE_MS, ensureSweepHeartbeat, HEARTBEAT_CHECK_MS, planBeat, sweep, sweeperFor, WATCH_INTERVAL_MS } from "../../src/processing/sweeper";
-import { SqlStatement, type SqlValue } from "../../src/sql";
+import { sql, SqlStatement, type SqlValue } from "../../src/sql";
 import { recordingQueue, storeDelivery } from "../helpers/processing";
-import { deliveryRow, exec } from "../helpers/store-db";
+import { deliveryRow, exec, recordDelivery } from "../helpers/store-db";
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
@@ -32,10 +32,9 @@ async function age(source: string, id: string, fields: Record<string, SqlValue>)
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
-/** A delivery stored (and last touched) `ms` before NOW. */
+/** A delivery stored `ms` before NOW and untouched since (store/d1/fresh.ts). */
 async function strandedFor(ref: { source: string; id: string }, ms: number): Promise<void> {
-  await storeDelivery(ref);
-  await age(ref.source, ref.id, { updated_at: iso(NOW - ms) });
+  await recordDelivery({ ...ref, eventType: "test.event", body: new TextEncoder().encode("{}"), receivedAtMs: NOW - ms });
 }
 const alarmOf = (stub: DurableObjectStub) => runInDurableObject(stub, (_instance, ctx) => ctx.storage.getAlarm());
 /** The test config's heartbeat interval (test/vitest.config.ts may set one). */
@@ -58,8 +57,9 @@ describe("the sweeper", () => {
   it("re-enqueues a processing delivery whose lease expired long ago, not a recent one", async () => {
     await storeDelivery({ source: "sweep", id: "stuck" });
     await storeDelivery({ source: "sweep", id: "working" });
-    await age("sweep", "stuck", { status: "processing", attempts: 1, updated_at: iso(NOW - 10 * MINUTE) });
-    await age("sweep", "working", { status: "processing", attempts: 1, updated_at: iso(NOW - 30_000) });
+    // As a recorded takeover leaves them: `processing` under its lease token.
+    await age("sweep", "stuck", { status: "processing", attempts: 1, lease_token: 1, updated_at: iso(NOW - 10 * MINUTE) });
+    await age("sweep", "working", { status: "processing", attempts: 1, lease_token: 1, updated_at: iso(NOW - 30_000) });
     const queue = recordingQueue(env.DELIVERIES);
     await sweep({ ...env, DELIVERIES: queue.producer }, NOW);
     expect(queue.sent).toEqual([{ source: "sweep", id: "stuck" }]);
@@ -69,7 +69,7 @@ describe("the sweeper", () => {
     await storeDelivery({ source: "sweep", id: "backoff" });
     // Failed its 2nd attempt 400 s ago: still inside 60 s + the longest wait for a retry + 60 s
     // lease, the wait being the longest Retry-After honoured (300 s; the longest backoff is 16 s).
-    await age("sweep", "backoff", { attempts: 2, updated_at: iso(NOW - 400_000) });
+    await age("sweep", "backoff", { attempts: 2, lease_token: 1, received_at: iso(NOW - 500_000), updated_at: iso(NOW - 400_000) });
     const early = recordingQueue(env.DELIVERIES);
     await sweep({ ...env, DELIVERIES: early.producer }, NOW);
     expect(early.sent).toEqual([]);
@@ -212,6 +212,8 @@ describe("planBeat", () => {
 describe("body pruning with BODY_RETENTION_DAYS = 0", () => {
   it("clears the body of a delivery whose insert was in flight when a sweep ran: the watermark never passes it", async () => {
     const zero = { ...env, BODY_RETENTION_DAYS: "0" };
+    // The earlier tests' unfinished deliveries would hold the watermark back (it never passes one).
+    await exec(sql`UPDATE deliveries SET status = 'done' WHERE status IN ('received', 'processing')`);
     await storeDelivery({ source: "prune-zero", id: "newer" }, { secret: "pii" });
     await age("prune-zero", "newer", { status: "done", received_at: iso(NOW - 1_000) });
     await sweep(zero, NOW);

@@ -133,7 +133,8 @@ describe("body pruning's watermark", () => {
     await seed("replayed-old", "failed-then-replayed", "failed", NOW - 12 * DAY);
     await seedMany("early", 2, "done", NOW - 11 * DAY);
     expect((await applyRetention(NEVER, CLEAR_BEFORE, 100)).bodiesCleared).toBe(2);
-    await exec(sql`UPDATE deliveries SET status = 'received' WHERE source = 'replayed-old'`);
+    // As a replay leaves it: received, its fence raised (store/d1/replay.ts).
+    await exec(sql`UPDATE deliveries SET status = 'received', lease_token = 1 WHERE source = 'replayed-old'`);
     await seedMany("later", 3, "done", NOW - 10 * DAY);
     expect((await applyRetention(NEVER, CLEAR_BEFORE, 100)).bodiesCleared).toBe(3);
     expect(await bodiesLeft("replayed-old")).toBe(1);

@@ -9,6 +9,7 @@ import { attemptLogFromColumn } from "../attempts";
 import { bodyColumns, bodyFromRow } from "./columns";
 import { RUN_COLUMNS, SUMMARY_COLUMNS, toRun, toSummary, zeroCounts, sumSubscriberCounts, type DeliveryDetail, type SubscriberCount, type DeliveryRow, type DeliveryStats, type DeliveryStatus, type StatusCounts } from "../deliveries";
 import { FILTERED_SQL } from "../filtered";
+import { OLDEST_UNFINISHED_SQL } from "./fresh";
 import { headersFromColumn } from "../headers";
 
 /**
@@ -23,8 +24,8 @@ export async function deliveryStats(db: D1Database, nowMs: number): Promise<Deli
       `SELECT source, CASE WHEN ${FILTERED_SQL} THEN 'filtered' ELSE status END AS status, COUNT(*) AS n, SUM(status = 'done' AND handled = 0) AS unhandled
          FROM deliveries GROUP BY 1, 2`,
     ),
-    // One MIN, answered from the first entry of the partial index of unfinished rows.
-    db.prepare(`SELECT MIN(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'processing')`),
+    // The first entry of the waiting index, or the first untouched row past the sweeper's mark (fresh.ts).
+    db.prepare(OLDEST_UNFINISHED_SQL),
   ]);
   const counts = zeroCounts();
   const bySource: Record<string, StatusCounts> = {};

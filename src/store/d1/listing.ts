@@ -6,22 +6,28 @@
 import { SUMMARY_COLUMNS, toSummary, type DeliveryRow, type DeliveryStatus, type DeliverySummary } from "../deliveries";
 import { LISTING_WINDOW, type DeliveryFilter, type ListingPage, type ListingQuery } from "../listing-query";
 import { DONE_NOT_FILTERED_SQL, FILTERED_SQL } from "../filtered";
+import { WAITING_SQL } from "./fresh";
 import { boundTerm as bound, fixedTerm as fixed, numbered, type Term } from "../where-terms";
 
 /**
  * The status filter of the listing, with the literal term of the partial index that serves it
- * (migrations/0006): SQLite uses a partial index only when the query repeats its WHERE term, and
- * cannot see through a bound parameter. `done` has no index of its own (every row would pay for
- * it): it walks the age index, where nearly every row is done.
+ * (migrations/0006, 0016): SQLite uses a partial index only when the query repeats its WHERE term,
+ * and cannot see through a bound parameter. `done` has no index of its own (every row would pay
+ * for it): it walks the age index, where nearly every row is done; nor has `received`, whose
+ * rows are mostly untouched ones that no index holds (store/d1/fresh.ts), checked on the age
+ * index's window too. A `processing` row always has its lease token (a takeover wrote it).
  */
 const STATUS_FILTER: Record<DeliveryStatus, string> = {
-  received: "status IN ('received', 'processing') AND status = 'received'",
-  processing: "status IN ('received', 'processing') AND status = 'processing'",
+  received: "status = 'received'",
+  processing: `${WAITING_SQL} AND status = 'processing'`,
   failed: "status = 'failed'",
   done: DONE_NOT_FILTERED_SQL,
   // The partial index of filtered rows (migrations/0013, migrations-postgres/0006; store/filtered.ts).
   filtered: FILTERED_SQL,
 };
+
+/** The statuses no partial index serves: checked row by row on a window of the age index. */
+const UNINDEXED_STATUSES: ReadonlySet<DeliveryStatus> = new Set(["done", "received"]);
 
 /** The listing's statements (exported so that a test can `EXPLAIN QUERY PLAN` them). */
 export interface ListingStatements {
@@ -33,9 +39,10 @@ export interface ListingStatements {
 
 /**
  * The listing's statements, newest first by (received_at, source, id). The index walked is the
- * partial index of the status for received, processing and failed (migrations/0006), else the age
+ * partial index of the status for processing and failed (migrations/0016, 0006), else the age
  * index; a time range and the cursor are ranges of it. What no index serves (a source, an event
- * type, `done`, unhandled) is checked on the rows of a window of LISTING_WINDOW entries of that walk.
+ * type, `done`, `received`, unhandled) is checked on the rows of a window of LISTING_WINDOW entries
+ * of that walk.
  */
 export function listingStatement(query: ListingQuery): ListingStatements {
   const cursor: Term[] = query.after
@@ -78,7 +85,7 @@ function filterTerms(filter: DeliveryFilter): { served: Term[]; residual: Term[]
   const served: Term[] = [];
   const residual: Term[] = [];
   // With a subscriber, the status is that subscriber's (below), not the delivery's summary.
-  if (filter.status && !filter.subscriber) (filter.status === "done" ? residual : served).push(fixed(STATUS_FILTER[filter.status]));
+  if (filter.status && !filter.subscriber) (UNINDEXED_STATUSES.has(filter.status) ? residual : served).push(fixed(STATUS_FILTER[filter.status]));
   // ISO times in UTC with milliseconds compare as text in time order (store/clock.ts).
   if (filter.since) served.push(bound((n) => `received_at >= ?${n}`, filter.since));
   if (filter.until) served.push(bound((n) => `received_at < ?${n}`, filter.until));

@@ -9,7 +9,8 @@
  *   (`advanceCounts`: a bounded stretch per sweep, each row counted once), and from which retention
  *   takes what it deletes (store/d1/sweep.ts); plus the rows past the mark, counted in the index;
  * - received per hour: `inbox_hours`, added by the same walk, plus the rows past the mark;
- * - received and processing: the partial index of unfinished rows (the backlog, small);
+ * - received and processing: the partial index of waiting rows (the backlog, small) and the rows
+ *   stored since the sweeper's last walk that are still untouched (store/d1/fresh.ts);
  * - failed: the partial index of failed rows;
  * - filtered: the partial index of filtered rows (migrations/0013, store/filtered.ts);
  * - unhandled: `inbox_counts.unhandled`, kept exact by triggers (migrations/0008) and retention;
@@ -20,11 +21,12 @@
  * every read puts the overview together afresh, so that it never contradicts the list page. Past
  * that, put together (`refreshOverview`), they are kept as one snapshot in `inbox_marks` and served
  * from there for up to OVERVIEW_MAX_AGE_MS; the oldest waiting delivery is read live (the first
- * entry of the partial index).
+ * entry of the waiting index, or the first untouched row: fresh.ts).
  */
 import { isoTime } from "../clock";
 import { FILTERED_SQL } from "../filtered";
-import { markSql } from "./marks";
+import { OLDEST_UNFINISHED_SQL, UNTOUCHED_FROM, WAITING_SQL } from "./fresh";
+import { COUNTED_MARK_SQL } from "./marks";
 import {
   assembleSnapshot,
   COUNT_LAG_MS,
@@ -45,10 +47,8 @@ import {
 // The model is shared by both stores (store/snapshot.ts); named here too for the D1 store's callers and tests.
 export { COUNT_LAG_MS, COUNT_WALK_LIMIT, COUNTED_THROUGH, OVERVIEW_MARK, OVERVIEW_MAX_AGE_MS, type HourCount, type Overview } from "../snapshot";
 
-/** The `counted_through` mark as an SQL expression ('' before the first walk). */
-export const COUNTED_MARK_SQL = markSql(COUNTED_THROUGH);
+export { COUNTED_MARK_SQL } from "./marks";
 const MARK = COUNTED_MARK_SQL;
-const OLDEST_WAITING_SQL = "SELECT MIN(received_at) AS oldest FROM deliveries WHERE status IN ('received', 'processing')";
 
 /**
  * The statements, exported so that a test can `EXPLAIN QUERY PLAN` them: each reads an index or a
@@ -63,8 +63,16 @@ export const OVERVIEW_SQL = {
   tail: `SELECT source, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_by_age WHERE received_at >= ${MARK} GROUP BY source`,
   tailHours: `SELECT substr(received_at, 1, 13) AS hour, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_by_age WHERE received_at >= ${MARK} GROUP BY 1`,
   hours: "SELECT hour, received AS n FROM inbox_hours WHERE hour >= ?1",
+  /**
+   * Received and processing: the waiting index, and the untouched rows past the walk's mark
+   * (store/d1/fresh.ts: rows stored in the last minutes, nearly all done).
+   */
+  pending: `SELECT source, status, SUM(n) AS n FROM (
+      SELECT source, status, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_waiting WHERE ${WAITING_SQL} GROUP BY source, status
+      UNION ALL
+      SELECT source, status, COUNT(*) AS n ${UNTOUCHED_FROM} GROUP BY source, status)
+    GROUP BY source, status`,
   // The partial indexes, named for the same reason (each WHERE repeats its index's term, as SQLite requires).
-  pending: "SELECT source, status, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_pending WHERE status IN ('received', 'processing') GROUP BY source, status",
   failed: "SELECT source, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_failed WHERE status = 'failed' GROUP BY source",
   failedHours: "SELECT substr(received_at, 1, 13) AS hour, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_failed WHERE status = 'failed' AND received_at >= ?1 GROUP BY 1",
   filtered: `SELECT source, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_filtered WHERE ${FILTERED_SQL} GROUP BY source`,
@@ -77,7 +85,8 @@ export const OVERVIEW_SQL = {
  */
 export const LIVE_ROWS_SQL = `SELECT
     (SELECT COUNT(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_by_age WHERE received_at >= ${MARK} LIMIT ?1))
-    + (SELECT COUNT(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_pending WHERE status IN ('received', 'processing') LIMIT ?1))
+    + (SELECT COUNT(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_waiting WHERE ${WAITING_SQL} LIMIT ?1))
+    + (SELECT COUNT(*) FROM (SELECT 1 ${UNTOUCHED_FROM} LIMIT ?1))
     + (SELECT COUNT(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_failed WHERE status = 'failed' LIMIT ?1))
     + (SELECT COUNT(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_filtered WHERE ${FILTERED_SQL} LIMIT ?1)) AS n`;
 
@@ -160,7 +169,7 @@ async function putTogether(db: D1Database, nowMs: number): Promise<Snapshot> {
 export async function readOverview(db: D1Database, nowMs: number, liveLimit = LIVE_OVERVIEW_ROWS): Promise<Overview> {
   const [stored, oldest, live] = await db.batch([
     db.prepare("SELECT value FROM inbox_marks WHERE name = ?1").bind(OVERVIEW_MARK),
-    db.prepare(OLDEST_WAITING_SQL),
+    db.prepare(OLDEST_UNFINISHED_SQL),
     db.prepare(LIVE_ROWS_SQL).bind(liveLimit + 1),
   ]);
   const cheap = ((live!.results[0] as { n: number } | undefined)?.n ?? 0) <= liveLimit;

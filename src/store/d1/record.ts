@@ -11,7 +11,7 @@ import { encodeBody } from "../body-encoding";
 import { isoTime } from "../clock";
 import { bodyFromParams, bodyParams } from "./columns";
 import type { NewDelivery } from "../new-delivery";
-import { COUNTED_MARK_SQL } from "./overview";
+import { COUNTED_MARK_SQL } from "./marks";
 
 /**
  * The prepared insert for one delivery; `meta.changes` is 1 for a new row, 0 for a duplicate

@@ -10,6 +10,7 @@ import { isoTime } from "../clock";
 import type { DeliveryStatus } from "../deliveries";
 import type { FailedFilter, ReplayState } from "../replay-state";
 import { appendAttempt, entryAt } from "./attempt-log";
+import { WAITING_SQL } from "./fresh";
 import { summarise } from "./subscriber-runs";
 
 /** A new life, for the time `?t` and the replay's history entry `?e` (its fence: the time in ms, `?m`). */
@@ -49,13 +50,13 @@ export async function resetRunForReplay(db: D1Database, ref: Required<RunRef>, f
 /**
  * Goes right after a delivery's replay reset at `nowMs`: a fanned-out delivery's runs whose status
  * is one of `from` get their new life too (a delivery replayed `failed` re-runs its failed
- * subscribers only). Reads the delivery by its key (`only`), or for a bulk replay the unsettled rows
- * of the pending index that this replay just reset. Returns the runs.
+ * subscribers only). Reads the delivery by its key (`only`), or for a bulk replay the rows of the
+ * waiting index (fresh.ts: a replay sets lease_token) that this replay just reset. Returns the runs.
  */
 export function resetRunsOfReplayed(db: D1Database, from: readonly ("failed" | "done")[], nowMs: number, only: DeliveryRef | null): D1PreparedStatement {
   const replayed = only
     ? "SELECT source, id FROM deliveries WHERE source = ?5 AND id = ?6 AND fanout IS NOT NULL AND status = 'received' AND updated_at = ?1"
-    : "SELECT source, id FROM deliveries WHERE status IN ('received', 'processing') AND status = 'received' AND fanout IS NOT NULL AND updated_at = ?1";
+    : `SELECT source, id FROM deliveries WHERE ${WAITING_SQL} AND status = 'received' AND fanout IS NOT NULL AND updated_at = ?1`;
   return db
     .prepare(
       `UPDATE subscriber_runs SET ${newLife(1, 2, 3)}

@@ -4,21 +4,25 @@
  */
 import type { DeliveryRef, RunRef } from "../../delivery-ref";
 import { isoTime } from "../clock";
-import { markSql } from "./marks";
-import { COUNTED_MARK_SQL } from "./overview";
+import { COUNTED_MARK_SQL, markSql } from "./marks";
+import { takeUntouched, UNTOUCHED_FROM, WAITING_SQL } from "./fresh";
 import { BODIES_PRUNED_THROUGH, type RetentionResult, type StrandedCutoffs } from "../sweeping";
 
 /**
  * Returns up to `limit` stranded deliveries and touches their `updated_at`, so the next run
- * does not send them again while they wait in the queue.
+ * does not send them again while they wait in the queue: first the untouched ones stored before
+ * the never-attempted cutoff (fresh.ts), then those of the waiting index by the rules below, then
+ * fanned-out deliveries' runs.
  */
 export async function takeStranded(db: D1Database, cutoffs: StrandedCutoffs, nowMs: number, limit: number): Promise<RunRef[]> {
+  const untouched = await takeUntouched(db, isoTime(cutoffs.neverAttemptedBeforeMs), isoTime(nowMs), limit);
+  if (untouched.length >= limit) return untouched;
   const { results } = await db
     .prepare(
       `UPDATE deliveries SET updated_at = ?1
         WHERE (source, id) IN (
-          SELECT source, id FROM deliveries
-           WHERE status IN ('received', 'processing')
+          SELECT source, id FROM deliveries INDEXED BY deliveries_waiting
+           WHERE ${WAITING_SQL}
              AND ((fanout IS NULL AND status = 'received' AND attempts = 0 AND updated_at < ?2)
                OR (fanout IS NULL AND status = 'received' AND attempts > 0 AND updated_at < ?3)
                OR (fanout IS NULL AND status = 'processing' AND updated_at < ?4)
@@ -33,11 +37,12 @@ export async function takeStranded(db: D1Database, cutoffs: StrandedCutoffs, now
       isoTime(cutoffs.neverAttemptedBeforeMs),
       isoTime(cutoffs.retryWaitingBeforeMs),
       isoTime(cutoffs.processingBeforeMs),
-      limit,
+      limit - untouched.length,
     )
     .all<DeliveryRef>();
-  if (results.length >= limit) return results;
-  return [...results, ...(await takeStrandedRuns(db, cutoffs, nowMs, limit - results.length))];
+  const taken = [...untouched, ...results];
+  if (taken.length >= limit) return taken;
+  return [...taken, ...(await takeStrandedRuns(db, cutoffs, nowMs, limit - taken.length))];
 }
 
 /**
@@ -69,16 +74,18 @@ const WATERMARK = markSql(BODIES_PRUNED_THROUGH);
 /**
  * The next stretch of body pruning, as an SQL expression: the `received_at` of the `?2`-th row
  * (at most) after the watermark and before the cutoff `?1`, walking the age index; NULL when no
- * row is left there. It stops short of the oldest unfinished delivery past the watermark (from
- * deliveries_pending), which may still become done and must then lose its body too; one behind the
- * watermark (a failed delivery replayed after pruning passed it) holds nothing up.
+ * row is left there. It stops short of the oldest unfinished delivery past the watermark (the
+ * waiting index's, or the first untouched one: fresh.ts), which may still become done and must
+ * then lose its body too; one behind the watermark (a failed delivery replayed after pruning
+ * passed it) holds nothing up.
  */
 const PRUNE_THROUGH = `(SELECT max(received_at) FROM (
     SELECT received_at FROM deliveries
      WHERE received_at > ${WATERMARK}
        AND received_at < ?1
-       AND received_at < coalesce((SELECT MIN(received_at) FROM deliveries WHERE status IN ('received', 'processing')
+       AND received_at < coalesce((SELECT MIN(received_at) FROM deliveries INDEXED BY deliveries_waiting WHERE ${WAITING_SQL}
                                      AND received_at > ${WATERMARK}), ?1)
+       AND received_at < coalesce((SELECT received_at ${UNTOUCHED_FROM} ORDER BY received_at LIMIT 1), ?1)
      ORDER BY received_at LIMIT ?2))`;
 
 /** The rows retention deletes in one run: settled, received before `?1`, the `?2` oldest. */

@@ -11,7 +11,9 @@ async function seed(source: string, id: string, status: string, options: { ageSe
   const receivedAtMs = NOW - (options.ageSeconds ?? 0) * 1000;
   await recordDelivery({ source, id, eventType: "test.event", body: new Uint8Array([123, 125]), receivedAtMs });
   const handled = options.handled === undefined ? null : options.handled === 1;
-  await exec(sql`UPDATE deliveries SET status = ${status}, handled = ${handled} WHERE source = ${source} AND id = ${id}`);
+  // Every state but `received` is written with a lease token (store/d1/fresh.ts): a takeover's, or a result's.
+  const leaseToken = status === "received" ? null : 1;
+  await exec(sql`UPDATE deliveries SET status = ${status}, handled = ${handled}, lease_token = ${leaseToken} WHERE source = ${source} AND id = ${id}`);
 }
 
 afterEach(() => {

@@ -1,0 +1,68 @@
+/**
+ * Unfinished deliveries without an index of their own on the hot path (migrations/0016).
+ *
+ * A row is *untouched* while it is as its insert left it: `received`, lease_token NULL. Its first
+ * run reads it and marks it done, and D1 sees nothing in between (lifecycle.ts), so nearly every
+ * delivery is untouched until it is done, and an index entry written at insert would only be
+ * removed a second later: a row written per delivery for nothing. Everything else that touches an
+ * unfinished row (a takeover, a retry's result, a deferral, a fan-out, a replay) sets lease_token,
+ * which puts it in the partial index deliveries_waiting.
+ *
+ * Untouched rows are found by walking the age index from the `fresh_from` mark. The sweeper takes
+ * those older than its cutoff (`takeUntouched`: their enqueue was lost, or their first run is still
+ * at work and its requeue meets a busy lease), which moves them into deliveries_waiting (lease_token
+ * 0: the fence reads coalesce(lease_token, 0), so 0 fences nothing), and moves the mark up to the
+ * first untouched row left. No untouched row is ever behind the mark: the mark never passes the
+ * overview's count (`counted_through`), and an insert is never dated before that (record.ts).
+ * So each walk reads the rows stored since the last one, and the backlog's numbers (overview.ts,
+ * admin.ts) read the waiting index and that short stretch.
+ */
+import type { DeliveryRef } from "../../delivery-ref";
+import { COUNTED_MARK_SQL, markSql } from "./marks";
+
+/** The `inbox_marks` row: the walk's start; no untouched row is before it. */
+export const FRESH_FROM = "fresh_from";
+const MARK = markSql(FRESH_FROM);
+
+/** The term of deliveries_waiting (SQLite uses a partial index only when a query repeats its term). */
+export const WAITING_SQL = "status IN ('received', 'processing') AND lease_token IS NOT NULL";
+/** A row as its insert left it. */
+export const UNTOUCHED_SQL = "status = 'received' AND lease_token IS NULL";
+/** The untouched rows' walk: the age index from the mark (the planner is told, as it cannot know how few rows are past it). */
+export const UNTOUCHED_FROM = `FROM deliveries INDEXED BY deliveries_by_age WHERE received_at >= ${MARK} AND ${UNTOUCHED_SQL}`;
+
+/** The oldest unfinished delivery's `received_at` (NULL when none): the first entry of the waiting index, or the walk's first untouched row. */
+export const OLDEST_UNFINISHED_SQL = `SELECT nullif(min(
+    coalesce((SELECT MIN(received_at) FROM deliveries INDEXED BY deliveries_waiting WHERE ${WAITING_SQL}), '~'),
+    coalesce((SELECT received_at ${UNTOUCHED_FROM} ORDER BY received_at LIMIT 1), '~')), '~') AS oldest`;
+
+/** The untouched rows stored before `?1`, left to take. */
+const LEFT_BEFORE = `${UNTOUCHED_FROM} AND received_at < ?1`;
+
+/** The sweeper's statements, exported so that a test can `EXPLAIN QUERY PLAN` them. */
+export const TAKE_UNTOUCHED_SQL = {
+  /**
+   * Up to `?3` untouched rows stored and last written before `?1` (a row the overview's count dated
+   * forward, record.ts, waits until its own write is that old): touched at `?2`, into the waiting index.
+   */
+  take: `UPDATE deliveries SET updated_at = ?2, lease_token = 0
+    WHERE (source, id) IN (SELECT source, id ${LEFT_BEFORE} AND updated_at < ?1 ORDER BY received_at LIMIT ?3)
+    RETURNING source, id`,
+  /**
+   * Goes right after `take`, in the same transaction: the mark moves to the first untouched row
+   * left before `?1`, else to `?1`, but never past the overview's count, and never back.
+   */
+  advance: `INSERT INTO inbox_marks (name, value)
+    SELECT '${FRESH_FROM}', min(coalesce((SELECT received_at ${LEFT_BEFORE} ORDER BY received_at LIMIT 1), ?1), ${COUNTED_MARK_SQL}) WHERE true
+    ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE excluded.value > value`,
+} as const;
+
+/**
+ * Takes up to `limit` untouched deliveries stored before `cutoffIso` (their updated_at set to
+ * `nowIso`, so that the waiting index's rules judge them from now on) and moves the mark past
+ * what it leaves behind. Returns them, to be enqueued again.
+ */
+export async function takeUntouched(db: D1Database, cutoffIso: string, nowIso: string, limit: number): Promise<DeliveryRef[]> {
+  const [taken] = await db.batch([db.prepare(TAKE_UNTOUCHED_SQL.take).bind(cutoffIso, nowIso, limit), db.prepare(TAKE_UNTOUCHED_SQL.advance).bind(cutoffIso)]);
+  return taken!.results as unknown as DeliveryRef[];
+}
