@@ -25,4 +25,6 @@ INSERT INTO inbox_marks (name, value)
   SELECT 'fresh_from', coalesce((SELECT value FROM inbox_marks WHERE name = 'counted_through'), '') WHERE true
   ON CONFLICT DO NOTHING;
 
+-- The Worker of before this migration names deliveries_pending in its overview, and its sweeper
+-- has no other index for its backlog query: deploy right after applying it (docs/deploy.md, "Upgrading").
 DROP INDEX deliveries_pending;

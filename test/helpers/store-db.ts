@@ -199,10 +199,16 @@ export async function countWithBody(source: string, bytes: Uint8Array): Promise<
  * Stores a delivery through the store, as the receiver does (its group commit included), and waits
  * for the write's background part. Unlike a plain INSERT, it writes what each store writes
  * (D1's body chunks, Postgres's bytea) and dates the row as the store dates it.
+ *
+ * A test that back-dates a delivery means one that landed then. D1 dates an insert that lands after
+ * its sweeper's walk passed the receiver's clock at the walk's mark (store/d1/fresh.ts), and another
+ * test's sweep may have moved that mark to the present: so the walk starts afresh first (no row
+ * is behind an unset mark), and the row keeps its date.
  * @example
  * await recordDelivery({ source: "stripe", id: "evt_1", eventType: "invoice.paid", body, receivedAtMs: Date.now() });
  */
 export async function recordDelivery(delivery: NewDelivery): Promise<RecordOutcome> {
+  if (storeName === "d1") await env.DB.prepare("DELETE FROM inbox_marks WHERE name = 'fresh_from'").run();
   const background: Promise<unknown>[] = [];
   const outcome = await openStore(env).record(delivery, { waitUntil: (promise) => void background.push(promise) });
   await Promise.all(background);

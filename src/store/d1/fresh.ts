@@ -8,21 +8,28 @@
  * unfinished row (a takeover, a retry's result, a deferral, a fan-out, a replay) sets lease_token,
  * which puts it in the partial index deliveries_waiting.
  *
- * Untouched rows are found by walking the age index from the `fresh_from` mark. The sweeper takes
- * those older than its cutoff (`takeUntouched`: their enqueue was lost, or their first run is still
- * at work and its requeue meets a busy lease), which moves them into deliveries_waiting (lease_token
- * 0: the fence reads coalesce(lease_token, 0), so 0 fences nothing), and moves the mark up to the
- * first untouched row left. No untouched row is ever behind the mark: the mark never passes the
- * overview's count (`counted_through`), and an insert is never dated before that (record.ts).
- * So each walk reads the rows stored since the last one, and the backlog's numbers (overview.ts,
- * admin.ts) read the waiting index and that short stretch.
+ * Untouched rows are found by walking the age index from the `fresh_from` mark: no untouched row is
+ * ever behind it. Each sweep takes the untouched rows older than its cutoff (`takeUntouched`: their
+ * enqueue was lost, or their first run is still at work and its requeue meets a busy lease), which
+ * moves them into deliveries_waiting (lease_token 0: the fence reads coalesce(lease_token, 0), so 0
+ * fences nothing), and moves the mark up to the first untouched row left, of any age (a delivery
+ * still in its first run), else to the sweep's time. An insert is never dated before the mark
+ * (record.ts), so a row that lands late (a browned-out database holding a grouped insert back)
+ * cannot fall behind it. The stretch past the mark is then the rows stored since the oldest
+ * delivery in flight at the last sweep: about a sweep's worth.
+ *
+ * What reads that stretch on every request (the overview's numbers, /admin/stats, the metrics)
+ * reads at most UNTOUCHED_SCAN_LIMIT of its entries; a younger untouched row past them is, at worst,
+ * left out of a count until the next sweep moves the mark or takes it into the waiting index.
  */
 import type { DeliveryRef } from "../../delivery-ref";
-import { COUNTED_MARK_SQL, markSql } from "./marks";
+import { markSql } from "./marks";
 
 /** The `inbox_marks` row: the walk's start; no untouched row is before it. */
 export const FRESH_FROM = "fresh_from";
-const MARK = markSql(FRESH_FROM);
+/** The mark as an SQL expression ('' before the first sweep). */
+export const FRESH_MARK_SQL = markSql(FRESH_FROM);
+const MARK = FRESH_MARK_SQL;
 
 /** The term of deliveries_waiting (SQLite uses a partial index only when a query repeats its term). */
 export const WAITING_SQL = "status IN ('received', 'processing') AND lease_token IS NOT NULL";
@@ -31,10 +38,24 @@ export const UNTOUCHED_SQL = "status = 'received' AND lease_token IS NULL";
 /** The untouched rows' walk: the age index from the mark (the planner is told, as it cannot know how few rows are past it). */
 export const UNTOUCHED_FROM = `FROM deliveries INDEXED BY deliveries_by_age WHERE received_at >= ${MARK} AND ${UNTOUCHED_SQL}`;
 
-/** The oldest unfinished delivery's `received_at` (NULL when none): the first entry of the waiting index, or the walk's first untouched row. */
+/** Entries of the stretch past the mark that a read on a request's path looks at, at most. */
+export const UNTOUCHED_SCAN_LIMIT = 5_000;
+
+/**
+ * The first `limit` entries past the mark, oldest first, with what tells an untouched row (a
+ * subquery to select from): a bound on the rows looked at, not on the rows found, which are few.
+ */
+export function untouchedScan(limit: number | string, columns = "received_at, source, status, lease_token"): string {
+  return `(SELECT ${columns} FROM deliveries INDEXED BY deliveries_by_age WHERE received_at >= ${MARK} ORDER BY received_at LIMIT ${limit})`;
+}
+
+/**
+ * The oldest unfinished delivery's `received_at` (NULL when none): the first entry of the waiting
+ * index, or the first untouched row among the first UNTOUCHED_SCAN_LIMIT entries past the mark.
+ */
 export const OLDEST_UNFINISHED_SQL = `SELECT nullif(min(
     coalesce((SELECT MIN(received_at) FROM deliveries INDEXED BY deliveries_waiting WHERE ${WAITING_SQL}), '~'),
-    coalesce((SELECT received_at ${UNTOUCHED_FROM} ORDER BY received_at LIMIT 1), '~')), '~') AS oldest`;
+    coalesce((SELECT MIN(received_at) FROM ${untouchedScan(UNTOUCHED_SCAN_LIMIT)} WHERE ${UNTOUCHED_SQL}), '~')), '~') AS oldest`;
 
 /** The untouched rows stored before `?1`, left to take. */
 const LEFT_BEFORE = `${UNTOUCHED_FROM} AND received_at < ?1`;
@@ -42,18 +63,18 @@ const LEFT_BEFORE = `${UNTOUCHED_FROM} AND received_at < ?1`;
 /** The sweeper's statements, exported so that a test can `EXPLAIN QUERY PLAN` them. */
 export const TAKE_UNTOUCHED_SQL = {
   /**
-   * Up to `?3` untouched rows stored and last written before `?1` (a row the overview's count dated
-   * forward, record.ts, waits until its own write is that old): touched at `?2`, into the waiting index.
+   * Up to `?3` untouched rows stored and last written before `?1` (a row the mark dated forward,
+   * record.ts, waits until its own write is that old): touched at `?2`, into the waiting index.
    */
   take: `UPDATE deliveries SET updated_at = ?2, lease_token = 0
     WHERE (source, id) IN (SELECT source, id ${LEFT_BEFORE} AND updated_at < ?1 ORDER BY received_at LIMIT ?3)
     RETURNING source, id`,
   /**
    * Goes right after `take`, in the same transaction: the mark moves to the first untouched row
-   * left before `?1`, else to `?1`, but never past the overview's count, and never back.
+   * left (of any age), else to the sweep's time `?1`; never back.
    */
   advance: `INSERT INTO inbox_marks (name, value)
-    SELECT '${FRESH_FROM}', min(coalesce((SELECT received_at ${LEFT_BEFORE} ORDER BY received_at LIMIT 1), ?1), ${COUNTED_MARK_SQL}) WHERE true
+    SELECT '${FRESH_FROM}', coalesce((SELECT received_at ${UNTOUCHED_FROM} ORDER BY received_at LIMIT 1), ?1) WHERE true
     ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE excluded.value > value`,
 } as const;
 
@@ -63,6 +84,7 @@ export const TAKE_UNTOUCHED_SQL = {
  * what it leaves behind. Returns them, to be enqueued again.
  */
 export async function takeUntouched(db: D1Database, cutoffIso: string, nowIso: string, limit: number): Promise<DeliveryRef[]> {
-  const [taken] = await db.batch([db.prepare(TAKE_UNTOUCHED_SQL.take).bind(cutoffIso, nowIso, limit), db.prepare(TAKE_UNTOUCHED_SQL.advance).bind(cutoffIso)]);
+  if (limit <= 0) return [];
+  const [taken] = await db.batch([db.prepare(TAKE_UNTOUCHED_SQL.take).bind(cutoffIso, nowIso, limit), db.prepare(TAKE_UNTOUCHED_SQL.advance).bind(nowIso)]);
   return taken!.results as unknown as DeliveryRef[];
 }

@@ -6,19 +6,21 @@
 import { SUMMARY_COLUMNS, toSummary, type DeliveryRow, type DeliveryStatus, type DeliverySummary } from "../deliveries";
 import { LISTING_WINDOW, type DeliveryFilter, type ListingPage, type ListingQuery } from "../listing-query";
 import { DONE_NOT_FILTERED_SQL, FILTERED_SQL } from "../filtered";
-import { WAITING_SQL } from "./fresh";
+import { FRESH_MARK_SQL, UNTOUCHED_SQL, WAITING_SQL } from "./fresh";
 import { boundTerm as bound, fixedTerm as fixed, numbered, type Term } from "../where-terms";
 
 /**
  * The status filter of the listing, with the literal term of the partial index that serves it
  * (migrations/0006, 0016): SQLite uses a partial index only when the query repeats its WHERE term,
  * and cannot see through a bound parameter. `done` has no index of its own (every row would pay
- * for it): it walks the age index, where nearly every row is done; nor has `received`, whose
- * rows are mostly untouched ones that no index holds (store/d1/fresh.ts), checked on the age
- * index's window too. A `processing` row always has its lease token (a takeover wrote it).
+ * for it): it walks the age index, where nearly every row is done. `received` is two walks: its
+ * touched rows in the waiting index, and its untouched rows, which no index holds, on the age index
+ * past the walk's mark, where every one of them is (store/d1/fresh.ts); the listing reads it from
+ * RECEIVED_ROWS, the term here is for statements that take a filter whole. A `processing` row
+ * always has its lease token (a takeover wrote it).
  */
 const STATUS_FILTER: Record<DeliveryStatus, string> = {
-  received: "status = 'received'",
+  received: `((${WAITING_SQL} AND status = 'received') OR (received_at >= ${FRESH_MARK_SQL} AND ${UNTOUCHED_SQL}))`,
   processing: `${WAITING_SQL} AND status = 'processing'`,
   failed: "status = 'failed'",
   done: DONE_NOT_FILTERED_SQL,
@@ -26,8 +28,16 @@ const STATUS_FILTER: Record<DeliveryStatus, string> = {
   filtered: FILTERED_SQL,
 };
 
+/**
+ * The received rows, as the listing reads them: both walks, each named (the planner, not knowing how
+ * few rows either holds, would rather walk the age index newest first, all of it). SQLite pushes the
+ * page's time range and cursor into each walk, and sorts what they find: a few rows.
+ */
+const RECEIVED_ROWS = `(SELECT * FROM deliveries INDEXED BY deliveries_waiting WHERE ${WAITING_SQL} AND status = 'received'
+  UNION ALL SELECT * FROM deliveries INDEXED BY deliveries_by_age WHERE received_at >= ${FRESH_MARK_SQL} AND ${UNTOUCHED_SQL})`;
+
 /** The statuses no partial index serves: checked row by row on a window of the age index. */
-const UNINDEXED_STATUSES: ReadonlySet<DeliveryStatus> = new Set(["done", "received"]);
+const UNINDEXED_STATUSES: ReadonlySet<DeliveryStatus> = new Set(["done"]);
 
 /** The listing's statements (exported so that a test can `EXPLAIN QUERY PLAN` them). */
 export interface ListingStatements {
@@ -39,16 +49,19 @@ export interface ListingStatements {
 
 /**
  * The listing's statements, newest first by (received_at, source, id). The index walked is the
- * partial index of the status for processing and failed (migrations/0016, 0006), else the age
- * index; a time range and the cursor are ranges of it. What no index serves (a source, an event
- * type, `done`, `received`, unhandled) is checked on the rows of a window of LISTING_WINDOW entries
- * of that walk.
+ * partial index of the status for received, processing and failed (migrations/0016, 0006), else
+ * the age index; a time range and the cursor are ranges of it. What no index serves (a source, an
+ * event type, `done`, unhandled) is checked on the rows of a window of LISTING_WINDOW entries of
+ * that walk.
  */
 export function listingStatement(query: ListingQuery): ListingStatements {
   const cursor: Term[] = query.after
     ? [{ sql: (n) => `(received_at, source, id) < (?${n}, ?${n + 1}, ?${n + 2})`, values: [query.after.receivedAt, query.after.source, query.after.id] }]
     : [];
-  const { served, residual } = filterTerms(query);
+  // A received listing reads its two walks instead of the table, and needs no status term then.
+  const received = query.status === "received" && !query.subscriber;
+  const rows = received ? RECEIVED_ROWS : "deliveries";
+  const { served, residual } = filterTerms(received ? { ...query, status: undefined } : query);
   // The served terms are numbered first: the window binds their parameters alone.
   const window = numbered([...served, ...cursor]);
   const all = numbered([...served, ...cursor, ...residual]);
@@ -57,9 +70,9 @@ export function listingStatement(query: ListingQuery): ListingStatements {
   // One row more than asked tells whether another page exists.
   if (residual.length === 0) {
     const params = [...window.params, query.limit + 1];
-    return { rows: { sql: `SELECT ${SUMMARY_COLUMNS} FROM deliveries ${where(window.terms)} ${order} LIMIT ?${params.length}`, params }, window: null };
+    return { rows: { sql: `SELECT ${SUMMARY_COLUMNS} FROM ${rows} ${where(window.terms)} ${order} LIMIT ?${params.length}`, params }, window: null };
   }
-  const examined = `SELECT received_at, source, id FROM deliveries ${where(window.terms)} ${order} LIMIT ${LISTING_WINDOW}`;
+  const examined = `SELECT received_at, source, id FROM ${rows} ${where(window.terms)} ${order} LIMIT ${LISTING_WINDOW}`;
   const params = [...all.params, query.limit + 1];
   return {
     rows: {
@@ -68,7 +81,7 @@ export function listingStatement(query: ListingQuery): ListingStatements {
     },
     // The window's last entry, when it is full: one pass over its index entries, no table row read.
     window: {
-      sql: `SELECT received_at, source, id FROM deliveries ${where(window.terms)} ${order} LIMIT 1 OFFSET ${LISTING_WINDOW - 1}`,
+      sql: `SELECT received_at, source, id FROM ${rows} ${where(window.terms)} ${order} LIMIT 1 OFFSET ${LISTING_WINDOW - 1}`,
       params: window.params,
     },
   };

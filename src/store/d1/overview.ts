@@ -25,7 +25,7 @@
  */
 import { isoTime } from "../clock";
 import { FILTERED_SQL } from "../filtered";
-import { OLDEST_UNFINISHED_SQL, UNTOUCHED_FROM, WAITING_SQL } from "./fresh";
+import { OLDEST_UNFINISHED_SQL, UNTOUCHED_SQL, untouchedScan, WAITING_SQL } from "./fresh";
 import { COUNTED_MARK_SQL } from "./marks";
 import {
   assembleSnapshot,
@@ -65,12 +65,13 @@ export const OVERVIEW_SQL = {
   hours: "SELECT hour, received AS n FROM inbox_hours WHERE hour >= ?1",
   /**
    * Received and processing: the waiting index, and the untouched rows past the walk's mark
-   * (store/d1/fresh.ts: rows stored in the last minutes, nearly all done).
+   * (store/d1/fresh.ts: the rows stored since the oldest delivery in flight at the last sweep,
+   * nearly all done; at most COUNT_WALK_LIMIT of them looked at).
    */
   pending: `SELECT source, status, SUM(n) AS n FROM (
       SELECT source, status, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_waiting WHERE ${WAITING_SQL} GROUP BY source, status
       UNION ALL
-      SELECT source, status, COUNT(*) AS n ${UNTOUCHED_FROM} GROUP BY source, status)
+      SELECT source, status, COUNT(*) AS n FROM ${untouchedScan(COUNT_WALK_LIMIT)} WHERE ${UNTOUCHED_SQL} GROUP BY source, status)
     GROUP BY source, status`,
   // The partial indexes, named for the same reason (each WHERE repeats its index's term, as SQLite requires).
   failed: "SELECT source, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_failed WHERE status = 'failed' GROUP BY source",
@@ -86,7 +87,7 @@ export const OVERVIEW_SQL = {
 export const LIVE_ROWS_SQL = `SELECT
     (SELECT COUNT(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_by_age WHERE received_at >= ${MARK} LIMIT ?1))
     + (SELECT COUNT(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_waiting WHERE ${WAITING_SQL} LIMIT ?1))
-    + (SELECT COUNT(*) FROM (SELECT 1 ${UNTOUCHED_FROM} LIMIT ?1))
+    + (SELECT COUNT(*) FROM ${untouchedScan("?1", "1")})
     + (SELECT COUNT(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_failed WHERE status = 'failed' LIMIT ?1))
     + (SELECT COUNT(*) FROM (SELECT 1 FROM deliveries INDEXED BY deliveries_filtered WHERE ${FILTERED_SQL} LIMIT ?1)) AS n`;
 

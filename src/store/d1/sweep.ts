@@ -10,13 +10,28 @@ import { BODIES_PRUNED_THROUGH, type RetentionResult, type StrandedCutoffs } fro
 
 /**
  * Returns up to `limit` stranded deliveries and touches their `updated_at`, so the next run
- * does not send them again while they wait in the queue: first the untouched ones stored before
- * the never-attempted cutoff (fresh.ts), then those of the waiting index by the rules below, then
- * fanned-out deliveries' runs.
+ * does not send them again while they wait in the queue: the untouched ones stored before the
+ * never-attempted cutoff (fresh.ts) and those of the waiting index by the rules below, then
+ * fanned-out deliveries' runs. The untouched take at most half the limit first, and what the
+ * waiting leave of theirs: a backlog of untouched rows (a queue that was down) never holds back a
+ * run that vanished mid-work, nor the other way round.
  */
 export async function takeStranded(db: D1Database, cutoffs: StrandedCutoffs, nowMs: number, limit: number): Promise<RunRef[]> {
-  const untouched = await takeUntouched(db, isoTime(cutoffs.neverAttemptedBeforeMs), isoTime(nowMs), limit);
-  if (untouched.length >= limit) return untouched;
+  const cutoff = isoTime(cutoffs.neverAttemptedBeforeMs);
+  const now = isoTime(nowMs);
+  const half = Math.ceil(limit / 2);
+  const untouched = await takeUntouched(db, cutoff, now, half);
+  const waiting = await takeWaiting(db, cutoffs, nowMs, limit - untouched.length);
+  // Only a full first take can have left untouched rows for the rest of the limit.
+  const more = untouched.length === half ? await takeUntouched(db, cutoff, now, limit - untouched.length - waiting.length) : [];
+  const taken = [...untouched, ...waiting, ...more];
+  if (taken.length >= limit) return taken;
+  return [...taken, ...(await takeStrandedRuns(db, cutoffs, nowMs, limit - taken.length))];
+}
+
+/** Up to `limit` stranded deliveries of the waiting index, by the rules of `takeStranded`. */
+async function takeWaiting(db: D1Database, cutoffs: StrandedCutoffs, nowMs: number, limit: number): Promise<DeliveryRef[]> {
+  if (limit <= 0) return [];
   const { results } = await db
     .prepare(
       `UPDATE deliveries SET updated_at = ?1
@@ -37,12 +52,10 @@ export async function takeStranded(db: D1Database, cutoffs: StrandedCutoffs, now
       isoTime(cutoffs.neverAttemptedBeforeMs),
       isoTime(cutoffs.retryWaitingBeforeMs),
       isoTime(cutoffs.processingBeforeMs),
-      limit - untouched.length,
+      limit,
     )
     .all<DeliveryRef>();
-  const taken = [...untouched, ...results];
-  if (taken.length >= limit) return taken;
-  return [...taken, ...(await takeStrandedRuns(db, cutoffs, nowMs, limit - taken.length))];
+  return results;
 }
 
 /**
