@@ -198,7 +198,8 @@ export async function countWithBody(source: string, bytes: Uint8Array): Promise<
 /**
  * Stores a delivery through the store, as the receiver does (its group commit included), and waits
  * for the write's background part. Unlike a plain INSERT, it writes what each store writes
- * (D1's body chunks, Postgres's bytea) and dates the row as the store dates it.
+ * (D1's body chunks, Postgres's bytea) and dates the row as the store dates it (but for the walk's
+ * mark, below).
  *
  * A test that back-dates a delivery means one that landed then. D1 dates an insert that lands after
  * its sweeper's walk passed the receiver's clock at the walk's mark (store/d1/fresh.ts), and another

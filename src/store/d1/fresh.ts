@@ -18,9 +18,11 @@
  * cannot fall behind it. The stretch past the mark is then the rows stored since the oldest
  * delivery in flight at the last sweep: about a sweep's worth.
  *
- * What reads that stretch on every request (the overview's numbers, /admin/stats, the metrics)
- * reads at most UNTOUCHED_SCAN_LIMIT of its entries; a younger untouched row past them is, at worst,
- * left out of a count until the next sweep moves the mark or takes it into the waiting index.
+ * The reads of that stretch are bounded by entries looked at, not by rows found: the oldest waiting
+ * delivery (read on every overview, /admin/stats and metrics request) looks at UNTOUCHED_SCAN_LIMIT
+ * entries at most, and stops at the first untouched one (an untouched row past them is younger than
+ * all of them, and the sweeper takes it into the waiting index once it is older than its cutoff);
+ * the overview's count of the backlog is in store/d1/overview.ts.
  */
 import type { DeliveryRef } from "../../delivery-ref";
 import { markSql } from "./marks";
@@ -46,16 +48,25 @@ export const UNTOUCHED_SCAN_LIMIT = 5_000;
  * subquery to select from): a bound on the rows looked at, not on the rows found, which are few.
  */
 export function untouchedScan(limit: number | string, columns = "received_at, source, status, lease_token"): string {
-  return `(SELECT ${columns} FROM deliveries INDEXED BY deliveries_by_age WHERE received_at >= ${MARK} ORDER BY received_at LIMIT ${limit})`;
+  return `(SELECT ${columns} FROM deliveries INDEXED BY deliveries_by_age WHERE received_at >= ${MARK} ORDER BY received_at, source, id LIMIT ${limit})`;
+}
+
+/**
+ * The entries past the first `limit` of the stretch, their sources only (read from the age index
+ * alone, no row): what a count bounded by `untouchedScan(limit)` did not look at.
+ */
+export function pastScan(limit: number): string {
+  return `(SELECT source FROM deliveries INDEXED BY deliveries_by_age WHERE received_at >= ${MARK} ORDER BY received_at, source, id LIMIT -1 OFFSET ${limit})`;
 }
 
 /**
  * The oldest unfinished delivery's `received_at` (NULL when none): the first entry of the waiting
- * index, or the first untouched row among the first UNTOUCHED_SCAN_LIMIT entries past the mark.
+ * index, or the first untouched row among the first UNTOUCHED_SCAN_LIMIT entries past the mark
+ * (the walk stops at it: nearly always the first entry, a delivery in its first run).
  */
 export const OLDEST_UNFINISHED_SQL = `SELECT nullif(min(
     coalesce((SELECT MIN(received_at) FROM deliveries INDEXED BY deliveries_waiting WHERE ${WAITING_SQL}), '~'),
-    coalesce((SELECT MIN(received_at) FROM ${untouchedScan(UNTOUCHED_SCAN_LIMIT)} WHERE ${UNTOUCHED_SQL}), '~')), '~') AS oldest`;
+    coalesce((SELECT received_at FROM ${untouchedScan(UNTOUCHED_SCAN_LIMIT)} WHERE ${UNTOUCHED_SQL} LIMIT 1), '~')), '~') AS oldest`;
 
 /** The untouched rows stored before `?1`, left to take. */
 const LEFT_BEFORE = `${UNTOUCHED_FROM} AND received_at < ?1`;

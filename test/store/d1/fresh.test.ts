@@ -10,7 +10,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { deliveryStats } from "../../../src/store/d1/admin";
 import { FRESH_FROM, OLDEST_UNFINISHED_SQL, TAKE_UNTOUCHED_SQL, takeUntouched, UNTOUCHED_SCAN_LIMIT } from "../../../src/store/d1/fresh";
 import { markTakeover, recordResult } from "../../../src/store/d1/lifecycle";
-import { COUNTED_THROUGH, refreshOverview } from "../../../src/store/d1/overview";
+import { COUNT_WALK_LIMIT, COUNTED_THROUGH, refreshOverview } from "../../../src/store/d1/overview";
 import { listDeliveries } from "../../../src/store/d1/listing";
 import { insertDelivery } from "../../../src/store/d1/record";
 import { takeStranded } from "../../../src/store/d1/sweep";
@@ -140,9 +140,27 @@ describe("the walk of untouched deliveries", () => {
     expect(second.results).toEqual([{ oldest: null }]);
     expect(second.meta.rows_read).toBeLessThanOrEqual(2 * UNTOUCHED_SCAN_LIMIT + 10);
     expect(second.meta.rows_read).toBe(first.meta.rows_read);
-    // An untouched row within the bound is the oldest waiting.
-    await env.DB.prepare("UPDATE deliveries SET status = 'received' WHERE id = 'd-7'").run();
-    expect((await env.DB.prepare(OLDEST_UNFINISHED_SQL).first())).toEqual({ oldest: iso(T0 + 7) });
+    // An untouched row within the bound is the oldest waiting, the older of two.
+    await env.DB.prepare("UPDATE deliveries SET status = 'received' WHERE id IN ('d-7', 'd-9')").run();
+    expect(await env.DB.prepare(OLDEST_UNFINISHED_SQL).first()).toEqual({ oldest: iso(T0 + 7) });
+    // The walk stops at the first untouched entry: with one in its first run at the front, a few rows read.
+    await env.DB.prepare("UPDATE deliveries SET status = 'received' WHERE id = 'd-1'").run();
+    const front = await env.DB.prepare(OLDEST_UNFINISHED_SQL).run();
+    expect(front.results).toEqual([{ oldest: iso(T0 + 1) }]);
+    expect(front.meta.rows_read).toBeLessThan(10);
+  });
+
+  it("counts a backlog longer than its row-by-row bound as received, never as done", async () => {
+    const backlog = COUNT_WALK_LIMIT + 2_000;
+    await env.DB.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${backlog})
+       INSERT INTO deliveries (source, id, status, attempts, body, received_at, updated_at)
+       SELECT 'fresh-backlog', 'b-' || i, 'received', 0, x'7b7d', strftime('%Y-%m-%dT%H:%M:%fZ', ${T0 / 1000} + i / 1000.0, 'unixepoch'), '2035-03-01T00:00:00.000Z' FROM n`,
+    ).run();
+    // Two of them done, within the bound; the overview's totals count every row past its own mark.
+    await env.DB.prepare("UPDATE deliveries SET status = 'done', handled = 1, lease_token = 1 WHERE id IN ('b-1', 'b-2')").run();
+    const overview = await refreshOverview(env.DB, T0 + 10 * MINUTE);
+    expect(overview.bySource["fresh-backlog"]).toMatchObject({ received: backlog - 2, done: 2 });
   });
 
   it("lists received deliveries from both walks, touched and untouched, newest first, each page once", async () => {
