@@ -27,7 +27,11 @@ const OVERVIEW_EVERY_MS = 2_000;
 const SCRAPE_EVERY_MS = 15_000;
 const round = (value) => Math.round(value * 100) / 100;
 
-/** The fixture: FIXTURE_ROWS deliveries received over six days until an hour ago, and the counts the walk would have left. */
+/**
+ * The fixture: FIXTURE_ROWS deliveries received over six days until an hour ago, all finished, and
+ * the marks the sweeper's walks would have left: the counts, and the walk of untouched rows past
+ * them (store/d1/fresh.ts).
+ */
 function fixtureSql(nowMs) {
   const endSeconds = Math.floor(nowMs / 1000) - 3_600;
   const spanSeconds = 6 * 86_400;
@@ -44,7 +48,8 @@ function fixtureSql(nowMs) {
        FROM n`,
     "INSERT INTO inbox_counts (source, total, unhandled) SELECT source, COUNT(*), SUM(status = 'done' AND handled IS 0) FROM deliveries GROUP BY source",
     `INSERT INTO inbox_hours (hour, received) SELECT substr(received_at, 1, 13), COUNT(*) FROM deliveries WHERE received_at >= '${new Date(nowMs - 2 * 86_400_000).toISOString().slice(0, 13)}' GROUP BY 1`,
-    `INSERT INTO inbox_marks (name, value) VALUES ('counted_through', '${new Date(endSeconds * 1000 + 1).toISOString()}')`,
+    `INSERT INTO inbox_marks (name, value) VALUES ('counted_through', '${new Date(endSeconds * 1000 + 1).toISOString()}'), ('fresh_from', '${new Date(endSeconds * 1000 + 1).toISOString()}')
+       ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
   ].join(";\n");
 }
 

@@ -208,7 +208,8 @@ export class LocalInbox {
         );
         return JSON.parse(stdout)[0].results;
       } catch (error) {
-        if (tries >= 20 || !String(error?.message).includes("SQLITE_BUSY")) throw error;
+        // wrangler reports it in its JSON on stdout, or in the error's message.
+        if (tries >= 20 || !`${error?.message}${error?.stdout ?? ""}`.includes("SQLITE_BUSY")) throw error;
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
     }
