@@ -21,8 +21,9 @@
  * The reads of that stretch are bounded by entries looked at, not by rows found: the oldest waiting
  * delivery (read on every overview, /admin/stats and metrics request) looks at UNTOUCHED_SCAN_LIMIT
  * entries at most, and stops at the first untouched one (an untouched row past them is younger than
- * all of them, and the sweeper takes it into the waiting index once it is older than its cutoff);
- * the overview's count of the backlog is in store/d1/overview.ts.
+ * all of them, and the sweeper takes it into the waiting index once it is older than its cutoff).
+ * The overview's count of them reads the whole stretch, but only where it is put together: at most
+ * once a minute, or while the stretch is short (store/d1/overview.ts).
  */
 import type { DeliveryRef } from "../../delivery-ref";
 import { markSql } from "./marks";
@@ -52,21 +53,13 @@ export function untouchedScan(limit: number | string, columns = "received_at, so
 }
 
 /**
- * The entries past the first `limit` of the stretch, their sources only (read from the age index
- * alone, no row): what a count bounded by `untouchedScan(limit)` did not look at.
- */
-export function pastScan(limit: number): string {
-  return `(SELECT source FROM deliveries INDEXED BY deliveries_by_age WHERE received_at >= ${MARK} ORDER BY received_at, source, id LIMIT -1 OFFSET ${limit})`;
-}
-
-/**
  * The oldest unfinished delivery's `received_at` (NULL when none): the first entry of the waiting
  * index, or the first untouched row among the first UNTOUCHED_SCAN_LIMIT entries past the mark
  * (the walk stops at it: nearly always the first entry, a delivery in its first run).
  */
 export const OLDEST_UNFINISHED_SQL = `SELECT nullif(min(
     coalesce((SELECT MIN(received_at) FROM deliveries INDEXED BY deliveries_waiting WHERE ${WAITING_SQL}), '~'),
-    coalesce((SELECT received_at FROM ${untouchedScan(UNTOUCHED_SCAN_LIMIT)} WHERE ${UNTOUCHED_SQL} LIMIT 1), '~')), '~') AS oldest`;
+    coalesce((SELECT received_at FROM ${untouchedScan(UNTOUCHED_SCAN_LIMIT)} WHERE ${UNTOUCHED_SQL} ORDER BY received_at LIMIT 1), '~')), '~') AS oldest`;
 
 /** The untouched rows stored before `?1`, left to take. */
 const LEFT_BEFORE = `${UNTOUCHED_FROM} AND received_at < ?1`;

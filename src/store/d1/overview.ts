@@ -25,7 +25,7 @@
  */
 import { isoTime } from "../clock";
 import { FILTERED_SQL } from "../filtered";
-import { OLDEST_UNFINISHED_SQL, pastScan, UNTOUCHED_SQL, untouchedScan, WAITING_SQL } from "./fresh";
+import { OLDEST_UNFINISHED_SQL, UNTOUCHED_FROM, untouchedScan, WAITING_SQL } from "./fresh";
 import { COUNTED_MARK_SQL } from "./marks";
 import {
   assembleSnapshot,
@@ -66,17 +66,15 @@ export const OVERVIEW_SQL = {
   /**
    * Received and processing: the waiting index, and the untouched rows past the walk's mark
    * (store/d1/fresh.ts: the rows stored since the oldest delivery in flight at the last sweep,
-   * nearly all done). Of those, COUNT_WALK_LIMIT are looked at row by row; a stretch longer than
-   * that is a backlog (each sweep moves the mark up to the oldest untouched row, so only rows
-   * nobody has run yet make it long), and the entries past them are counted as
-   * received from the age index alone: a backlog is never shown as done.
+   * nearly all done), each row of that stretch looked at. That is the one read of the stretch that
+   * is not bounded, and it runs only where the overview is put together: while the live rows are
+   * few (LIVE_ROWS_SQL bounds the stretch's entries), or for the snapshot, at most once a minute.
+   * A long stretch is a backlog (its rows are the ones to count) or a sweeper that has stopped.
    */
   pending: `SELECT source, status, SUM(n) AS n FROM (
       SELECT source, status, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_waiting WHERE ${WAITING_SQL} GROUP BY source, status
       UNION ALL
-      SELECT source, status, COUNT(*) AS n FROM ${untouchedScan(COUNT_WALK_LIMIT)} WHERE ${UNTOUCHED_SQL} GROUP BY source, status
-      UNION ALL
-      SELECT source, 'received' AS status, COUNT(*) AS n FROM ${pastScan(COUNT_WALK_LIMIT)} GROUP BY source)
+      SELECT source, status, COUNT(*) AS n ${UNTOUCHED_FROM} GROUP BY source, status)
     GROUP BY source, status`,
   // The partial indexes, named for the same reason (each WHERE repeats its index's term, as SQLite requires).
   failed: "SELECT source, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_failed WHERE status = 'failed' GROUP BY source",

@@ -150,7 +150,7 @@ describe("the walk of untouched deliveries", () => {
     expect(front.meta.rows_read).toBeLessThan(10);
   });
 
-  it("counts a backlog longer than its row-by-row bound as received, never as done", async () => {
+  it("counts every untouched row of a long stretch, a backlog or a stopped sweeper's, each as it is", async () => {
     const backlog = COUNT_WALK_LIMIT + 2_000;
     await env.DB.prepare(
       `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${backlog})
@@ -161,6 +161,11 @@ describe("the walk of untouched deliveries", () => {
     await env.DB.prepare("UPDATE deliveries SET status = 'done', handled = 1, lease_token = 1 WHERE id IN ('b-1', 'b-2')").run();
     const overview = await refreshOverview(env.DB, T0 + 10 * MINUTE);
     expect(overview.bySource["fresh-backlog"]).toMatchObject({ received: backlog - 2, done: 2 });
+    // A sweeper that stopped: the stretch grows with done rows, past the 5,000 a request's read looks at too.
+    await env.DB.prepare("UPDATE deliveries SET status = 'done', handled = 1, lease_token = 1 WHERE CAST(substr(id, 3) AS INTEGER) % 4 != 0").run();
+    await env.DB.prepare("UPDATE deliveries SET status = 'failed', lease_token = 1 WHERE id IN ('b-40000', 'b-51000')").run();
+    const later = await refreshOverview(env.DB, T0 + 11 * MINUTE);
+    expect(later.bySource["fresh-backlog"]).toMatchObject({ received: backlog / 4 - 2, failed: 2, done: backlog - backlog / 4 });
   });
 
   it("lists received deliveries from both walks, touched and untouched, newest first, each page once", async () => {
