@@ -37,6 +37,8 @@ function fixtureSql(nowMs) {
   const spanSeconds = 6 * 86_400;
   const spacing = spanSeconds / FIXTURE_ROWS;
   const at = `strftime('%Y-%m-%dT%H:%M:%fZ', ${endSeconds - spanSeconds} + i * ${spacing}, 'unixepoch')`;
+  // Both walks have passed every fixture row.
+  const marks = new Date(endSeconds * 1000 + 1).toISOString();
   return [
     `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${FIXTURE_ROWS})
      INSERT INTO deliveries (source, id, event_type, status, attempts, handled, error, body, headers, received_at, updated_at)
@@ -48,7 +50,7 @@ function fixtureSql(nowMs) {
        FROM n`,
     "INSERT INTO inbox_counts (source, total, unhandled) SELECT source, COUNT(*), SUM(status = 'done' AND handled IS 0) FROM deliveries GROUP BY source",
     `INSERT INTO inbox_hours (hour, received) SELECT substr(received_at, 1, 13), COUNT(*) FROM deliveries WHERE received_at >= '${new Date(nowMs - 2 * 86_400_000).toISOString().slice(0, 13)}' GROUP BY 1`,
-    `INSERT INTO inbox_marks (name, value) VALUES ('counted_through', '${new Date(endSeconds * 1000 + 1).toISOString()}'), ('fresh_from', '${new Date(endSeconds * 1000 + 1).toISOString()}')
+    `INSERT INTO inbox_marks (name, value) VALUES ('counted_through', '${marks}'), ('fresh_from', '${marks}')
        ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
   ].join(";\n");
 }

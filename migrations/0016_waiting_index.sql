@@ -15,7 +15,7 @@
 -- - untouched: `received` with lease_token NULL, as its insert left it. These are found by walking
 --   the age index from the `fresh_from` mark (src/store/d1/fresh.ts): the sweeper takes those older
 --   than its cutoff (setting lease_token 0, which fences nothing: the fence reads coalesce(lease_token, 0))
---   and moves the mark past them, so each walk reads only the rows stored since the last one.
+--   and moves the mark up to the first untouched row left, so each walk reads about a sweep's rows.
 CREATE INDEX deliveries_waiting ON deliveries (received_at) WHERE status IN ('received', 'processing') AND lease_token IS NOT NULL;
 
 -- Every unfinished row there is now goes into the new index, so the walk starts where the

@@ -41,6 +41,9 @@ export const UNTOUCHED_SQL = "status = 'received' AND lease_token IS NULL";
 /** The untouched rows' walk: the age index from the mark (the planner is told, as it cannot know how few rows are past it). */
 export const UNTOUCHED_FROM = `FROM deliveries INDEXED BY deliveries_by_age WHERE received_at >= ${MARK} AND ${UNTOUCHED_SQL}`;
 
+/** The first untouched row's `received_at` (NULL when none), as an SQL expression: where the mark goes, and where body pruning stops. */
+export const FIRST_UNTOUCHED_SQL = `(SELECT received_at ${UNTOUCHED_FROM} ORDER BY received_at LIMIT 1)`;
+
 /** Entries of the stretch past the mark that a read on a request's path looks at, at most. */
 export const UNTOUCHED_SCAN_LIMIT = 5_000;
 
@@ -78,7 +81,7 @@ export const TAKE_UNTOUCHED_SQL = {
    * left (of any age), else to the sweep's time `?1`; never back.
    */
   advance: `INSERT INTO inbox_marks (name, value)
-    SELECT '${FRESH_FROM}', coalesce((SELECT received_at ${UNTOUCHED_FROM} ORDER BY received_at LIMIT 1), ?1) WHERE true
+    SELECT '${FRESH_FROM}', coalesce(${FIRST_UNTOUCHED_SQL}, ?1) WHERE true
     ON CONFLICT (name) DO UPDATE SET value = excluded.value WHERE excluded.value > value`,
 } as const;
 

@@ -5,7 +5,7 @@
 import type { DeliveryRef, RunRef } from "../../delivery-ref";
 import { isoTime } from "../clock";
 import { COUNTED_MARK_SQL, markSql } from "./marks";
-import { takeUntouched, UNTOUCHED_FROM, WAITING_SQL } from "./fresh";
+import { FIRST_UNTOUCHED_SQL, takeUntouched, WAITING_SQL } from "./fresh";
 import { BODIES_PRUNED_THROUGH, type RetentionResult, type StrandedCutoffs } from "../sweeping";
 
 /**
@@ -98,7 +98,7 @@ const PRUNE_THROUGH = `(SELECT max(received_at) FROM (
        AND received_at < ?1
        AND received_at < coalesce((SELECT MIN(received_at) FROM deliveries INDEXED BY deliveries_waiting WHERE ${WAITING_SQL}
                                      AND received_at > ${WATERMARK}), ?1)
-       AND received_at < coalesce((SELECT received_at ${UNTOUCHED_FROM} ORDER BY received_at LIMIT 1), ?1)
+       AND received_at < coalesce(${FIRST_UNTOUCHED_SQL}, ?1)
      ORDER BY received_at LIMIT ?2))`;
 
 /** The rows retention deletes in one run: settled, received before `?1`, the `?2` oldest. */
